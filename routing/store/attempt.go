@@ -1,0 +1,144 @@
+package store
+
+import "time"
+
+// AttemptStart describes an upstream attempt that begins now.
+type AttemptStart struct {
+	DeploymentID string
+	// AttemptID is unique per attempt; it is the in-flight entry's identity.
+	AttemptID string
+	Now       time.Time
+	// Expires bounds the in-flight entry so a crashed process cannot leave the deployment
+	// busy forever (SPEC §3.1). Callers use the attempt's own deadline plus a grace period.
+	Expires time.Time
+}
+
+// Effect is what an attempt's outcome does to the shared state. The routing core maps the
+// failure taxonomy (SPEC §7.3) onto these.
+type Effect uint8
+
+const (
+	// EffectNeutral only releases the attempt: request faults, the client's cancel, gateway
+	// errors and candidate incompatibility penalise nobody (SPEC §7.3).
+	EffectNeutral Effect = iota
+	// EffectSuccess: health success, closes a probe or clears the failure count, updates the
+	// latency and throughput EWMAs and the minute's tokens (SPEC §3.2–3.5, §5.2).
+	EffectSuccess
+	// EffectTransient: health failure and one circuit failure per request and deployment
+	// (SPEC §3.5, §5.1, §5.3).
+	EffectTransient
+	// EffectThrottle: opens the failure domain's capacity circuit for
+	// max(ThrottleCooldown, RetryAfter); no health penalty, no failure count (SPEC §5.7).
+	EffectThrottle
+	// EffectQuota: an exhausted quota: the domain's capacity circuit opens for
+	// ConfigurationCooldown (a configuration-like outage, SPEC §7.3).
+	EffectQuota
+	// EffectConfiguration: quarantine for ConfigurationCooldown (SPEC §5.6).
+	EffectConfiguration
+)
+
+func (e Effect) String() string {
+	switch e {
+	case EffectSuccess:
+		return "success"
+	case EffectTransient:
+		return "transient"
+	case EffectThrottle:
+		return "throttle"
+	case EffectQuota:
+		return "quota"
+	case EffectConfiguration:
+		return "configuration"
+	default:
+		return "neutral"
+	}
+}
+
+// AttemptFinish describes the end of an attempt.
+type AttemptFinish struct {
+	DeploymentID string
+	// Domain is the deployment's failure domain (see DomainOf).
+	Domain    string
+	AttemptID string
+	// RequestID is the logical request: at most one failure per request and deployment is
+	// counted (SPEC §5.3), and it identifies the half-open probe owner.
+	RequestID string
+	Now       time.Time
+	Effect    Effect
+	Settings  CircuitSettings
+	// Latency: from just before the upstream call until the upstream finished responding
+	// (SPEC §3.3). Used on success.
+	Latency          time.Duration
+	CompletionTokens int64
+	TotalTokens      int64
+	// RetryAfter is the provider's Retry-After for throttles.
+	RetryAfter time.Duration
+	// Jitter in [0,1) for an exponential reopen cooldown. Randomness stays with the caller so
+	// stores are deterministic.
+	Jitter float64
+	// DedupeTTL bounds how long the store remembers that RequestID already counted a failure
+	// here; callers pass the time left before the request's deadline.
+	DedupeTTL time.Duration
+}
+
+// Metrics are one deployment's routing metrics (SPEC §3).
+type Metrics struct {
+	InFlight int64
+	// RPM and TPM are the current minute's requests and tokens (SPEC §3.2).
+	RPM int64
+	TPM int64
+	// LatencyEWMA in seconds (α = 0.2, SPEC §3.3); valid when HasLatency.
+	LatencyEWMA float64
+	HasLatency  bool
+	// ThroughputEWMA in completion tokens per second (SPEC §3.4); valid when HasThroughput.
+	ThroughputEWMA float64
+	HasThroughput  bool
+	// Successes and Failures over the rolling health window (SPEC §3.5).
+	Successes int64
+	Failures  int64
+}
+
+// HealthScore is successes / (successes + failures), or a neutral 0.5 when nothing was
+// recorded in the window (SPEC §3.5).
+func (m Metrics) HealthScore() float64 {
+	total := m.Successes + m.Failures
+	if total == 0 {
+		return 0.5
+	}
+	return float64(m.Successes) / float64(total)
+}
+
+// HasHealth reports whether the window holds any recorded attempt.
+func (m Metrics) HasHealth() bool { return m.Successes+m.Failures > 0 }
+
+// EWMAAlpha is the smoothing factor of the latency and throughput averages (SPEC §3.3–3.4).
+const EWMAAlpha = 0.2
+
+// HealthWindow is the rolling window of the health score (SPEC §3.5). Stores keep it as ten
+// one-minute buckets, so the window slides by whole minutes.
+const HealthWindow = 10 * time.Minute
+
+// MinuteOf is the per-minute bucket index of t (Unix minutes), shared by every store so
+// replicas agree on bucket boundaries.
+func MinuteOf(t time.Time) int64 { return t.Unix() / 60 }
+
+// EWMA folds sample x into an average; the first sample is taken as is.
+func EWMA(prev float64, has bool, x float64) float64 {
+	if !has {
+		return x
+	}
+	return EWMAAlpha*x + (1-EWMAAlpha)*prev
+}
+
+// Throughput is completion tokens per second for a finished attempt, or false when it cannot
+// be computed (no tokens reported or no duration).
+func Throughput(completionTokens int64, latency time.Duration) (float64, bool) {
+	if completionTokens <= 0 || latency <= 0 {
+		return 0, false
+	}
+	return float64(completionTokens) / latency.Seconds(), true
+}
+
+// DefaultDedupeTTL is how long a store remembers a request's counted failure when the caller
+// passes no DedupeTTL: the longest default total deadline (SPEC §6.2).
+const DefaultDedupeTTL = time.Hour

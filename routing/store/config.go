@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+)
+
+// ConfigStore persists the configuration and tells every replica when it changed
+// (SPEC §11.2). It stores what it is given: validation and the PUT merge rules live in
+// routing/config, before anything reaches a store.
+//
+// Every write bumps a monotonically increasing version. Secrets (deployment API keys) are
+// kept apart from the rest (SPEC §11.3): LoadConfig returns deployments with apiKey cleared
+// and the keys in ConfigSnapshot.Secrets, so a read API that serialises the config cannot
+// leak them by accident.
+type ConfigStore interface {
+	// LoadConfig returns the whole configuration and its version.
+	LoadConfig(ctx context.Context) (ConfigSnapshot, error)
+	// ConfigVersion returns the current version without loading the configuration.
+	ConfigVersion(ctx context.Context) (uint64, error)
+	// ReplaceConfig replaces everything (used to seed a store from a config file). Deployments
+	// with an empty apiKey keep the secret already stored for their id.
+	ReplaceConfig(ctx context.Context, cfg *configv1.Config) (uint64, error)
+	// PutRouterSettings stores the complete effective settings.
+	PutRouterSettings(ctx context.Context, s *configv1.RouterSettings) (uint64, error)
+	// PutDeployment creates or replaces a deployment by id. An empty apiKey keeps the stored
+	// secret: the key is write-only, so clients cannot resend it.
+	PutDeployment(ctx context.Context, d *configv1.Deployment) (uint64, error)
+	// DeleteDeployment removes a deployment and its secret; ErrNotFound if absent.
+	DeleteDeployment(ctx context.Context, id string) (uint64, error)
+	// PutFallbackChain creates or replaces the chain of (publicModel, reason).
+	PutFallbackChain(ctx context.Context, c *configv1.FallbackChain) (uint64, error)
+	// DeleteFallbackChain removes a chain; ErrNotFound if absent.
+	DeleteFallbackChain(ctx context.Context, publicModel, reason string) (uint64, error)
+	// PutModelPolicy creates or replaces the policy of a public model.
+	PutModelPolicy(ctx context.Context, p *configv1.ModelPolicy) (uint64, error)
+	// DeleteModelPolicy removes a policy; ErrNotFound if absent.
+	DeleteModelPolicy(ctx context.Context, publicModel string) (uint64, error)
+	// WatchConfig delivers versions as they change (on every replica), coalescing bursts: a
+	// receiver may see only the latest version. The channel closes when ctx is done.
+	// Implementations must also catch up on versions whose notification was lost.
+	WatchConfig(ctx context.Context) <-chan uint64
+}
+
+// ConfigSnapshot is a loaded configuration.
+type ConfigSnapshot struct {
+	Version uint64
+	// Config holds deployments with apiKey cleared.
+	Config *configv1.Config
+	// Secrets maps deployment id to API key.
+	Secrets map[string]string
+}
+
+// ErrNotFound is returned when deleting something that does not exist.
+var ErrNotFound = errors.New("not found")

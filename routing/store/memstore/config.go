@@ -1,0 +1,208 @@
+package memstore
+
+import (
+	"context"
+	"sort"
+
+	"google.golang.org/protobuf/proto"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+	"github.com/switchyard-gw/switchyard/routing/store"
+)
+
+// configState is the persisted configuration. Messages are cloned on the way in and out, so
+// callers can never mutate stored state through a pointer they kept.
+type configState struct {
+	version     uint64
+	settings    *configv1.RouterSettings
+	deployments map[string]*configv1.Deployment
+	secrets     map[string]string
+	chains      map[chainKey]*configv1.FallbackChain
+	policies    map[string]*configv1.ModelPolicy
+}
+
+type chainKey struct{ model, reason string }
+
+func newConfigState() configState {
+	return configState{
+		deployments: make(map[string]*configv1.Deployment),
+		secrets:     make(map[string]string),
+		chains:      make(map[chainKey]*configv1.FallbackChain),
+		policies:    make(map[string]*configv1.ModelPolicy),
+	}
+}
+
+// LoadConfig implements store.ConfigStore.
+func (s *Store) LoadConfig(context.Context) (store.ConfigSnapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &s.config
+	cfg := &configv1.Config{}
+	if c.settings != nil {
+		cfg.RouterSettings = proto.Clone(c.settings).(*configv1.RouterSettings)
+	}
+	for _, id := range sortedKeys(c.deployments) {
+		cfg.Deployments = append(cfg.Deployments, proto.Clone(c.deployments[id]).(*configv1.Deployment))
+	}
+	chainKeys := make([]chainKey, 0, len(c.chains))
+	for k := range c.chains {
+		chainKeys = append(chainKeys, k)
+	}
+	sort.Slice(chainKeys, func(i, j int) bool {
+		if chainKeys[i].model != chainKeys[j].model {
+			return chainKeys[i].model < chainKeys[j].model
+		}
+		return chainKeys[i].reason < chainKeys[j].reason
+	})
+	for _, k := range chainKeys {
+		cfg.FallbackChains = append(cfg.FallbackChains, proto.Clone(c.chains[k]).(*configv1.FallbackChain))
+	}
+	for _, m := range sortedKeys(c.policies) {
+		cfg.ModelPolicies = append(cfg.ModelPolicies, proto.Clone(c.policies[m]).(*configv1.ModelPolicy))
+	}
+	secrets := make(map[string]string, len(c.secrets))
+	for k, v := range c.secrets {
+		secrets[k] = v
+	}
+	return store.ConfigSnapshot{Version: c.version, Config: cfg, Secrets: secrets}, nil
+}
+
+// ConfigVersion implements store.ConfigStore.
+func (s *Store) ConfigVersion(context.Context) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.config.version, nil
+}
+
+// ReplaceConfig implements store.ConfigStore.
+func (s *Store) ReplaceConfig(_ context.Context, cfg *configv1.Config) (uint64, error) {
+	return s.write(func(c *configState) error {
+		old := c.secrets
+		*c = configState{version: c.version,
+			deployments: make(map[string]*configv1.Deployment),
+			secrets:     make(map[string]string),
+			chains:      make(map[chainKey]*configv1.FallbackChain),
+			policies:    make(map[string]*configv1.ModelPolicy),
+		}
+		if cfg.GetRouterSettings() != nil {
+			c.settings = proto.Clone(cfg.GetRouterSettings()).(*configv1.RouterSettings)
+		}
+		for _, d := range cfg.GetDeployments() {
+			if d.GetApiKey() == "" && old[d.GetId()] != "" {
+				c.secrets[d.GetId()] = old[d.GetId()]
+			}
+			c.putDeployment(d)
+		}
+		for _, ch := range cfg.GetFallbackChains() {
+			c.chains[chainKey{ch.GetPublicModel(), ch.GetReason()}] = proto.Clone(ch).(*configv1.FallbackChain)
+		}
+		for _, p := range cfg.GetModelPolicies() {
+			c.policies[p.GetPublicModel()] = proto.Clone(p).(*configv1.ModelPolicy)
+		}
+		return nil
+	})
+}
+
+// PutRouterSettings implements store.ConfigStore.
+func (s *Store) PutRouterSettings(_ context.Context, rs *configv1.RouterSettings) (uint64, error) {
+	return s.write(func(c *configState) error {
+		c.settings = proto.Clone(rs).(*configv1.RouterSettings)
+		return nil
+	})
+}
+
+// PutDeployment implements store.ConfigStore.
+func (s *Store) PutDeployment(_ context.Context, d *configv1.Deployment) (uint64, error) {
+	return s.write(func(c *configState) error {
+		c.putDeployment(d)
+		return nil
+	})
+}
+
+func (c *configState) putDeployment(d *configv1.Deployment) {
+	d = proto.Clone(d).(*configv1.Deployment)
+	if key := d.GetApiKey(); key != "" {
+		c.secrets[d.GetId()] = key
+	}
+	d.ApiKey = ""
+	c.deployments[d.GetId()] = d
+}
+
+// DeleteDeployment implements store.ConfigStore.
+func (s *Store) DeleteDeployment(_ context.Context, id string) (uint64, error) {
+	return s.write(func(c *configState) error {
+		if _, ok := c.deployments[id]; !ok {
+			return store.ErrNotFound
+		}
+		delete(c.deployments, id)
+		delete(c.secrets, id)
+		return nil
+	})
+}
+
+// PutFallbackChain implements store.ConfigStore.
+func (s *Store) PutFallbackChain(_ context.Context, ch *configv1.FallbackChain) (uint64, error) {
+	return s.write(func(c *configState) error {
+		c.chains[chainKey{ch.GetPublicModel(), ch.GetReason()}] = proto.Clone(ch).(*configv1.FallbackChain)
+		return nil
+	})
+}
+
+// DeleteFallbackChain implements store.ConfigStore.
+func (s *Store) DeleteFallbackChain(_ context.Context, publicModel, reason string) (uint64, error) {
+	return s.write(func(c *configState) error {
+		k := chainKey{publicModel, reason}
+		if _, ok := c.chains[k]; !ok {
+			return store.ErrNotFound
+		}
+		delete(c.chains, k)
+		return nil
+	})
+}
+
+// PutModelPolicy implements store.ConfigStore.
+func (s *Store) PutModelPolicy(_ context.Context, p *configv1.ModelPolicy) (uint64, error) {
+	return s.write(func(c *configState) error {
+		c.policies[p.GetPublicModel()] = proto.Clone(p).(*configv1.ModelPolicy)
+		return nil
+	})
+}
+
+// DeleteModelPolicy implements store.ConfigStore.
+func (s *Store) DeleteModelPolicy(_ context.Context, publicModel string) (uint64, error) {
+	return s.write(func(c *configState) error {
+		if _, ok := c.policies[publicModel]; !ok {
+			return store.ErrNotFound
+		}
+		delete(c.policies, publicModel)
+		return nil
+	})
+}
+
+// write applies fn under the lock, bumps the version and notifies watchers.
+func (s *Store) write(fn func(*configState) error) (uint64, error) {
+	s.mu.Lock()
+	if err := fn(&s.config); err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	s.config.version++
+	v := s.config.version
+	s.mu.Unlock()
+	s.watchers.Notify(v)
+	return v, nil
+}
+
+// WatchConfig implements store.ConfigStore.
+func (s *Store) WatchConfig(ctx context.Context) <-chan uint64 {
+	return s.watchers.Add(ctx)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,182 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/switchyard-gw/switchyard/routing/store"
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+)
+
+func deployment(id, model, key string) *configv1.Deployment {
+	return &configv1.Deployment{
+		Id: id, PublicModel: model, Provider: "openai", BaseUrl: "https://api.openai.com",
+		ProviderModel: model, ApiKey: key, Weight: proto.Uint32(1),
+	}
+}
+
+func load(t *testing.T, s store.Store) store.ConfigSnapshot {
+	t.Helper()
+	snap, err := s.LoadConfig(t.Context())
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	return snap
+}
+
+func runConfig(t *testing.T, f Factory) {
+	t.Run("SecretsAreKeptApart", func(t *testing.T) {
+		s, _ := open(t, f)
+		in := deployment("d1", "gpt-4o", "sk-secret-1")
+		v1, err := s.PutDeployment(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.GetApiKey() != "sk-secret-1" {
+			t.Fatal("PutDeployment mutated its argument")
+		}
+		snap := load(t, s)
+		if snap.Version != v1 || len(snap.Config.GetDeployments()) != 1 {
+			t.Fatalf("loaded version %d with %d deployments, want %d and 1", snap.Version, len(snap.Config.GetDeployments()), v1)
+		}
+		if got := snap.Config.GetDeployments()[0].GetApiKey(); got != "" {
+			t.Fatalf("loaded deployment carries apiKey %q; secrets must come only through Secrets", got)
+		}
+		if snap.Secrets["d1"] != "sk-secret-1" {
+			t.Fatalf("secret = %q", snap.Secrets["d1"])
+		}
+		// An update without a key keeps the stored one (write-only keys cannot be resent).
+		upd := deployment("d1", "gpt-4o", "")
+		upd.Weight = proto.Uint32(5)
+		v2, err := s.PutDeployment(t.Context(), upd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v2 <= v1 {
+			t.Fatalf("version did not increase: %d then %d", v1, v2)
+		}
+		snap = load(t, s)
+		if snap.Secrets["d1"] != "sk-secret-1" || snap.Config.GetDeployments()[0].GetWeight() != 5 {
+			t.Fatalf("after keyless update: secret %q weight %d", snap.Secrets["d1"], snap.Config.GetDeployments()[0].GetWeight())
+		}
+		if _, err := s.PutDeployment(t.Context(), deployment("d1", "gpt-4o", "sk-rotated")); err != nil {
+			t.Fatal(err)
+		}
+		if got := load(t, s).Secrets["d1"]; got != "sk-rotated" {
+			t.Fatalf("rotated secret = %q", got)
+		}
+		if _, err := s.DeleteDeployment(t.Context(), "d1"); err != nil {
+			t.Fatal(err)
+		}
+		snap = load(t, s)
+		if len(snap.Config.GetDeployments()) != 0 || snap.Secrets["d1"] != "" {
+			t.Fatalf("delete left %d deployments and secret %q", len(snap.Config.GetDeployments()), snap.Secrets["d1"])
+		}
+		if _, err := s.DeleteDeployment(t.Context(), "d1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("deleting a missing deployment: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("ChainsPoliciesSettings", func(t *testing.T) {
+		s, _ := open(t, f)
+		ch := &configv1.FallbackChain{PublicModel: "gpt-4o", Reason: "general", Targets: []string{"gpt-4o-mini"}}
+		if _, err := s.PutFallbackChain(t.Context(), ch); err != nil {
+			t.Fatal(err)
+		}
+		ctxw := &configv1.FallbackChain{PublicModel: "gpt-4o", Reason: "context_window", Targets: []string{"gpt-4.1"}}
+		if _, err := s.PutFallbackChain(t.Context(), ctxw); err != nil {
+			t.Fatal(err)
+		}
+		pol := &configv1.ModelPolicy{PublicModel: "gpt-4o", CrossModelFallbackAllowed: proto.Bool(false)}
+		if _, err := s.PutModelPolicy(t.Context(), pol); err != nil {
+			t.Fatal(err)
+		}
+		rs := &configv1.RouterSettings{RoutingStrategy: proto.String("least-busy"), AllowedFails: proto.Uint32(0)}
+		if _, err := s.PutRouterSettings(t.Context(), rs); err != nil {
+			t.Fatal(err)
+		}
+		snap := load(t, s)
+		if len(snap.Config.GetFallbackChains()) != 2 || !proto.Equal(snap.Config.GetModelPolicies()[0], pol) {
+			t.Fatalf("chains/policies not stored: %v", snap.Config)
+		}
+		got := snap.Config.GetRouterSettings()
+		if !proto.Equal(got, rs) || got.AllowedFails == nil {
+			t.Fatalf("settings = %v, want %v with allowedFails present as 0", got, rs)
+		}
+		if _, err := s.DeleteFallbackChain(t.Context(), "gpt-4o", "general"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DeleteFallbackChain(t.Context(), "gpt-4o", "general"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("second delete: %v, want ErrNotFound", err)
+		}
+		if _, err := s.DeleteModelPolicy(t.Context(), "gpt-4o"); err != nil {
+			t.Fatal(err)
+		}
+		snap = load(t, s)
+		if len(snap.Config.GetFallbackChains()) != 1 || snap.Config.GetFallbackChains()[0].GetReason() != "context_window" || len(snap.Config.GetModelPolicies()) != 0 {
+			t.Fatalf("after deletes: %v", snap.Config)
+		}
+	})
+
+	t.Run("ReplaceKeepsSecretsOfKeylessDeployments", func(t *testing.T) {
+		s, _ := open(t, f)
+		if _, err := s.PutDeployment(t.Context(), deployment("d1", "m", "k1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PutDeployment(t.Context(), deployment("gone", "m", "k2")); err != nil {
+			t.Fatal(err)
+		}
+		cfg := &configv1.Config{Deployments: []*configv1.Deployment{deployment("d1", "m", ""), deployment("d2", "m", "k3")}}
+		if _, err := s.ReplaceConfig(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		snap := load(t, s)
+		if len(snap.Config.GetDeployments()) != 2 || snap.Secrets["d1"] != "k1" || snap.Secrets["d2"] != "k3" || snap.Secrets["gone"] != "" {
+			t.Fatalf("after replace: %d deployments, secrets %v", len(snap.Config.GetDeployments()), redacted(snap.Secrets))
+		}
+	})
+
+	t.Run("ChangesReachEveryReplica", func(t *testing.T) {
+		s, replica := open(t, f)
+		other := replica()
+		watch := other.WatchConfig(t.Context())
+		v, err := s.PutDeployment(t.Context(), deployment("d1", "m", "k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case got, ok := <-watch:
+				if !ok {
+					t.Fatal("watch channel closed")
+				}
+				if got < v {
+					continue
+				}
+				snap := load(t, other)
+				if snap.Version < v || len(snap.Config.GetDeployments()) != 1 {
+					t.Fatalf("replica loaded version %d with %d deployments after notification of %d", snap.Version, len(snap.Config.GetDeployments()), v)
+				}
+				if cv, err := other.ConfigVersion(t.Context()); err != nil || cv < v {
+					t.Fatalf("ConfigVersion = %d, %v; want ≥ %d", cv, err, v)
+				}
+				return
+			case <-timeout:
+				t.Fatalf("replica not notified of version %d within 10s", v)
+			}
+		}
+	})
+}
+
+// redacted shows which secrets exist without printing them.
+func redacted(m map[string]string) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = len(v)
+	}
+	return out
+}
