@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchyard-gw/switchyard/routing/store"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 func deployment(id, model, key string) *configv1.Deployment {
