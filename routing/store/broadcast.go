@@ -12,6 +12,7 @@ type Broadcaster struct {
 	mu     sync.Mutex
 	chans  map[chan uint64]struct{}
 	closed bool
+	done   chan struct{} // closed by Close, so Add's goroutines end with the broadcaster
 }
 
 // Add returns a channel of versions that closes when ctx is done or the broadcaster closes.
@@ -25,11 +26,16 @@ func (w *Broadcaster) Add(ctx context.Context) <-chan uint64 {
 	}
 	if w.chans == nil {
 		w.chans = make(map[chan uint64]struct{})
+		w.done = make(chan struct{})
 	}
 	w.chans[ch] = struct{}{}
+	done := w.done
 	w.mu.Unlock()
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-done:
+		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if _, ok := w.chans[ch]; ok {
@@ -57,7 +63,13 @@ func (w *Broadcaster) Notify(v uint64) {
 func (w *Broadcaster) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
 	w.closed = true
+	if w.done != nil {
+		close(w.done)
+	}
 	for ch := range w.chans {
 		delete(w.chans, ch)
 		close(ch)

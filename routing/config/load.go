@@ -1,0 +1,36 @@
+package config
+
+import (
+	"fmt"
+	"os"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+)
+
+// ParseJSON decodes a configuration in its JSON form. Unknown fields are errors: a typo in a
+// field name must not silently fall back to a default.
+func ParseJSON(data []byte) (*configv1.Config, error) {
+	cfg := &configv1.Config{}
+	if err := (protojson.UnmarshalOptions{}).Unmarshal(data, cfg); err != nil {
+		return nil, fmt.Errorf("decoding configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// LoadFile reads, decodes and validates a configuration file.
+func LoadFile(path string, v *Validator) (*configv1.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	cfg, err := ParseJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := v.Config(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,78 @@
+package config
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+)
+
+// Policy is one execution policy in force (SPEC §6.1).
+type Policy struct {
+	// Response: JSON — until the full upstream response arrived; stream — until the upstream
+	// answered with headers.
+	Response time.Duration
+	// Idle: stream only — longest silence between two upstream bytes; 0 disables it.
+	Idle time.Duration
+	// Total: the whole request with all attempts, retries and fallbacks.
+	Total time.Duration
+	// MaxAttempts: upstream attempts per request, fallbacks included.
+	MaxAttempts int
+}
+
+// Proto is the policy in its JSON schema form.
+func (p Policy) Proto() *configv1.ExecutionPolicy {
+	ep := &configv1.ExecutionPolicy{
+		ResponseMs:  proto.Uint64(uint64(p.Response.Milliseconds())),
+		TotalMs:     proto.Uint64(uint64(p.Total.Milliseconds())),
+		MaxAttempts: proto.Uint32(uint32(p.MaxAttempts)),
+	}
+	if p.Idle > 0 {
+		ep.IdleMs = proto.Uint64(uint64(p.Idle.Milliseconds()))
+	}
+	return ep
+}
+
+func policyFromProto(ep *configv1.ExecutionPolicy) Policy {
+	return Policy{
+		Response:    ms(ep.GetResponseMs()),
+		Idle:        ms(ep.GetIdleMs()),
+		Total:       ms(ep.GetTotalMs()),
+		MaxAttempts: int(ep.GetMaxAttempts()),
+	}
+}
+
+// Override is a deployment's lowering of a policy (SPEC §6.3); zero fields inherit.
+type Override struct {
+	Response    time.Duration
+	Idle        time.Duration
+	Total       time.Duration
+	MaxAttempts int // most attempts on this deployment within one request
+}
+
+func overrideFromProto(ep *configv1.ExecutionPolicy) Override {
+	return Override{
+		Response:    ms(ep.GetResponseMs()),
+		Idle:        ms(ep.GetIdleMs()),
+		Total:       ms(ep.GetTotalMs()),
+		MaxAttempts: int(ep.GetMaxAttempts()),
+	}
+}
+
+// Apply returns p lowered by o. Overrides only lower (validation guarantees it; Apply takes
+// the minimum anyway, so a stale override can never raise a global value).
+func (o Override) Apply(p Policy) Policy {
+	lower := func(global, override time.Duration) time.Duration {
+		if override > 0 && (global == 0 || override < global) {
+			return override
+		}
+		return global
+	}
+	p.Response = lower(p.Response, o.Response)
+	p.Idle = lower(p.Idle, o.Idle)
+	p.Total = lower(p.Total, o.Total)
+	return p
+}
+
+func ms(v uint64) time.Duration { return time.Duration(v) * time.Millisecond }

@@ -1,0 +1,224 @@
+package config
+
+import (
+	"time"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
+)
+
+// Snapshot is a compiled, immutable configuration: what the router reads on every decision.
+// Build one with Compile; never mutate it after.
+type Snapshot struct {
+	Version  uint64
+	Settings Settings
+	// Deployments by id.
+	Deployments map[string]*Deployment
+	// Groups by public model (SPEC §1.1).
+	Groups map[string]*Group
+	// Chains by public model and reason (SPEC §7.6).
+	Chains map[ChainKey]*Chain
+	// Policies by public model (SPEC §9.3); absent means the defaults.
+	Policies map[string]ModelPolicy
+}
+
+// Settings are the router settings in force, typed.
+type Settings struct {
+	Strategy    Strategy
+	Circuit     store.CircuitSettings
+	RetryAfter  time.Duration // retryAfterSeconds: floor of any reuse wait (SPEC §7.2)
+	WhenAllOpen WhenAllOpen
+	// Policies is the execution-policy matrix, by operation and mode.
+	Policies          [numOperations][numModes]Policy
+	IdempotencyKeyTTL time.Duration
+}
+
+// Policy returns the global policy of an operation and mode.
+func (s *Settings) Policy(o Operation, m Mode) Policy {
+	if !o.HasMode(m) {
+		// A stream of a JSON-only operation (or the reverse) uses the operation's own cell.
+		m = 1 - m
+	}
+	return s.Policies[o][m]
+}
+
+// WhenAllOpen is the SPEC §7.5 choice when every circuit of a group is open.
+type WhenAllOpen uint8
+
+const (
+	// WhenAllOpenReject answers 503 model_overloaded (the default, seed 000).
+	WhenAllOpenReject WhenAllOpen = iota
+	// WhenAllOpenTry tries the group anyway (seed 001's behaviour, opt-in).
+	WhenAllOpenTry
+)
+
+// Group is the deployments serving one public model.
+type Group struct {
+	Model       string
+	Deployments []*Deployment
+	// Refs[i] is the store reference of Deployments[i], precomputed for ReadStates.
+	Refs []store.DeploymentRef
+}
+
+// Deployment is one compiled deployment.
+type Deployment struct {
+	ID            string
+	PublicModel   string
+	Provider      failure.Provider
+	BaseURL       string
+	ProviderModel string
+	APIKey        string
+	APIVersion    string
+	Weight        uint32
+	RPMLimit      int64 // 0: none
+	TPMLimit      int64 // 0: none
+	// Domain is the effective failure domain (store.DomainOf).
+	Domain       string
+	Price        Price
+	Overrides    [numOperations][numModes]Override
+	Capabilities Capabilities
+	Enabled      bool
+	// Index is the deployment's position in its group.
+	Index int
+	// Source is the deployment as configured, apiKey cleared.
+	Source *configv1.Deployment
+}
+
+// Ref is the deployment's store reference.
+func (d *Deployment) Ref() store.DeploymentRef {
+	return store.DeploymentRef{ID: d.ID, Domain: d.Domain}
+}
+
+// Policy is the policy for an attempt on d: the global one lowered by d's overrides.
+func (d *Deployment) Policy(s *Settings, o Operation, m Mode) Policy {
+	p := s.Policy(o, m)
+	if !o.HasMode(m) {
+		m = 1 - m
+	}
+	return d.Overrides[o][m].Apply(p)
+}
+
+// MaxAttempts is the most attempts on d within one request for o/m (0: no own limit).
+func (d *Deployment) MaxAttempts(o Operation, m Mode) int {
+	if !o.HasMode(m) {
+		m = 1 - m
+	}
+	return d.Overrides[o][m].MaxAttempts
+}
+
+// PriceBasis is how a deployment bills (SPEC §2.4).
+type PriceBasis uint8
+
+const (
+	PriceUnknown PriceBasis = iota
+	PriceTokens
+	PriceSearchUnits
+)
+
+// Price is a deployment's comparable price. For token billing the comparable rate is
+// inputPerMillion + outputPerMillion, the price of one million input plus one million output
+// tokens (SPEC §2.4 asks for one documented definition); for search billing it is
+// searchUnitCents.
+type Price struct {
+	Basis PriceBasis
+	Rate  float64
+}
+
+// Support says whether a deployment declared a capability.
+type Support uint8
+
+const (
+	// SupportUndeclared: not declared, treated as supported.
+	SupportUndeclared Support = iota
+	SupportYes
+	SupportNo
+)
+
+// Allows reports whether the capability may be used.
+func (s Support) Allows() bool { return s != SupportNo }
+
+// Modality is a set of input modalities.
+type Modality uint8
+
+const (
+	ModalityText Modality = 1 << iota
+	ModalityImage
+	ModalityAudio
+)
+
+// Capabilities are what a deployment declared (SPEC §9.1). Undeclared means supported.
+type Capabilities struct {
+	// Modalities declared; 0 means undeclared (any).
+	Modalities        Modality
+	Streaming         Support
+	Tools             Support
+	ParallelToolCalls Support
+	StructuredOutput  Support
+	ContextWindow     int64 // tokens; 0 undeclared
+	MaxOutputTokens   int64 // 0 undeclared
+}
+
+// ChainKey identifies a fallback chain.
+type ChainKey struct {
+	Model  string
+	Reason Reason
+}
+
+// Chain is a compiled fallback chain.
+type Chain struct {
+	Targets []string
+	Enabled bool
+}
+
+// Reason is why a fallback chain is followed (SPEC §7.6).
+type Reason uint8
+
+const (
+	ReasonGeneral Reason = iota
+	ReasonContextWindow
+	ReasonContentPolicy
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonContextWindow:
+		return "context_window"
+	case ReasonContentPolicy:
+		return "content_policy"
+	default:
+		return "general"
+	}
+}
+
+// ParseReason maps a chain's reason field to its Reason.
+func ParseReason(s string) (Reason, bool) {
+	switch s {
+	case "general":
+		return ReasonGeneral, true
+	case "context_window":
+		return ReasonContextWindow, true
+	case "content_policy":
+		return ReasonContentPolicy, true
+	}
+	return 0, false
+}
+
+// ModelPolicy is a public model's failover/fallback policy (SPEC §9.3).
+type ModelPolicy struct {
+	SameModelFailoverFirst    bool
+	CrossModelFallbackAllowed bool
+}
+
+// DefaultModelPolicy is the policy of a model without one.
+func DefaultModelPolicy() ModelPolicy {
+	return ModelPolicy{SameModelFailoverFirst: true, CrossModelFallbackAllowed: true}
+}
+
+// Policy returns the policy of a public model.
+func (s *Snapshot) Policy(model string) ModelPolicy {
+	if p, ok := s.Policies[model]; ok {
+		return p
+	}
+	return DefaultModelPolicy()
+}

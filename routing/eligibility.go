@@ -1,0 +1,66 @@
+package routing
+
+import (
+	"time"
+
+	"github.com/switchyard-gw/switchyard/routing/store"
+)
+
+// blocker says whether a candidate can take an attempt now, and if not, why (SPEC §4.1, §5).
+type blocker uint8
+
+const (
+	eligible blocker = iota
+	// needsProbe: half-open; usable only by the request that wins the probe (SPEC §5.4).
+	needsProbe
+	// blockedCooldown: the circuit is open after transient failures, or another request
+	// owns the half-open probe.
+	blockedCooldown
+	// blockedQuarantine: the circuit is open after a configuration failure (SPEC §5.6).
+	blockedQuarantine
+	// blockedCapacity: the failure domain is rate limited (SPEC §4.3, §5.7).
+	blockedCapacity
+	// blockedQuota: the failure domain's quota is exhausted (SPEC §7.3).
+	blockedQuota
+	// blockedLimit: at or over rpmLimit or tpmLimit this minute (SPEC §4.1).
+	blockedLimit
+)
+
+// usable reports whether the candidate may be picked (a probe still has to be won).
+func (b blocker) usable() bool { return b == eligible || b == needsProbe }
+
+// byCircuit reports whether only a circuit keeps the candidate out, which whenAllOpen "try"
+// ignores (SPEC §7.5). Configuration quarantines, exhausted quotas and hard limits stay.
+func (b blocker) byCircuit() bool { return b == blockedCooldown || b == blockedCapacity }
+
+// assess decides a candidate's blocker at now and when it may be used again.
+func assess(c *candidate, now time.Time) {
+	c.block, c.untilAvailable = eligible, 0
+	st := &c.state
+	switch st.Circuit.State(now) {
+	case store.StateCooldown, store.StateProbing:
+		c.block = blockedCooldown
+		if st.Circuit.Cause == store.CauseConfiguration {
+			c.block = blockedQuarantine
+		}
+		c.untilAvailable = now.Add(st.Circuit.RetryAfter(now)).UnixNano()
+		return
+	case store.StateHalfOpen:
+		c.block = needsProbe
+	}
+	if st.Capacity.Limited(now) {
+		c.block = blockedCapacity
+		if st.Capacity.Quota {
+			c.block = blockedQuota
+		}
+		c.untilAvailable = st.Capacity.Until.UnixNano()
+		return
+	}
+	d := c.dep
+	if (d.RPMLimit > 0 && st.Metrics.RPM >= d.RPMLimit) || (d.TPMLimit > 0 && st.Metrics.TPM >= d.TPMLimit) {
+		// Skipped for this attempt, not cooled down (SPEC §4.1); the counters reset with the
+		// next minute.
+		c.block = blockedLimit
+		c.untilAvailable = time.Unix((store.MinuteOf(now)+1)*60, 0).UnixNano()
+	}
+}

@@ -1,0 +1,88 @@
+package routing
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
+)
+
+// StartAttempt records that an attempt on d begins now: in flight until it finishes or its
+// deadline (plus a grace period) passes (SPEC §3.1), and one more request this minute
+// (SPEC §3.2). attemptID must be unique per attempt.
+func (r *Router) StartAttempt(ctx context.Context, d *config.Deployment, attemptID string, deadline time.Time) error {
+	now := r.clock.Now()
+	if err := r.store.StartAttempt(ctx, store.AttemptStart{
+		DeploymentID: d.ID, AttemptID: attemptID, Now: now, Expires: deadline.Add(inFlightGrace),
+	}); err != nil {
+		return fmt.Errorf("recording the start of attempt %s on %s: %w", attemptID, d.ID, err)
+	}
+	return nil
+}
+
+// Result is what an attempt produced, for the books.
+type Result struct {
+	Classification failure.Classification
+	// Latency: from just before the upstream call until the upstream finished responding;
+	// for streams, the last upstream chunk (SPEC §3.3).
+	Latency          time.Duration
+	CompletionTokens int64
+	TotalTokens      int64
+}
+
+// FinishAttempt ends an attempt on d of request req: it releases the in-flight entry and
+// applies the outcome's effect to metrics and circuits (SPEC §3, §5, §7.3). It must be called
+// exactly once per started attempt, whatever the outcome, cancels included.
+func (r *Router) FinishAttempt(ctx context.Context, req *Request, d *config.Deployment, attemptID string, res Result) (store.Transition, error) {
+	snap := r.config.Load()
+	now := r.clock.Now()
+	f := store.AttemptFinish{
+		DeploymentID:     d.ID,
+		Domain:           d.Domain,
+		AttemptID:        attemptID,
+		RequestID:        req.ID,
+		Now:              now,
+		Effect:           EffectOf(res.Classification),
+		Latency:          res.Latency,
+		CompletionTokens: res.CompletionTokens,
+		TotalTokens:      res.TotalTokens,
+		RetryAfter:       res.Classification.RetryAfter,
+		Jitter:           r.rand.Float64(),
+	}
+	if snap != nil {
+		f.Settings = snap.Settings.Circuit
+		total := snap.Settings.Policy(req.Operation, req.Mode()).Total
+		f.DedupeTTL = max(req.Start.Add(total).Sub(now), time.Minute)
+	}
+	t, err := r.store.FinishAttempt(ctx, f)
+	if err != nil {
+		return t, fmt.Errorf("recording the outcome of attempt %s on %s: %w", attemptID, d.ID, err)
+	}
+	r.log.Debug("attempt finished", "request", req.ID, "deployment", d.ID, "effect", f.Effect.String(),
+		"class", res.Classification.Class.String(), "kind", string(res.Classification.Kind),
+		"opened", t.Opened, "reopened", t.Reopened, "closed", t.Closed, "quarantined", t.Quarantined, "capacity", t.CapacityOpened)
+	return t, nil
+}
+
+// EffectOf maps a failure class to its effect on shared state (SPEC §7.3).
+func EffectOf(c failure.Classification) store.Effect {
+	switch c.Class {
+	case failure.ClassNone:
+		return store.EffectSuccess
+	case failure.ClassTransient:
+		return store.EffectTransient
+	case failure.ClassThrottle:
+		if c.Quota {
+			return store.EffectQuota
+		}
+		return store.EffectThrottle
+	case failure.ClassConfiguration:
+		return store.EffectConfiguration
+	default:
+		// Request faults, gateway errors, cancels and incompatibility penalise nobody.
+		return store.EffectNeutral
+	}
+}

@@ -1,0 +1,126 @@
+package routing
+
+import (
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
+)
+
+// plan fills s with the hops of this decision and their candidates (SPEC §7.6, §9.2):
+// for the general reason the requested model then its general fallback chain; for a
+// context-window or content-policy refusal that reason's chain. Models that refused the
+// request are left out, and so are deployments that are switched off, cannot keep the
+// request's contract (recorded as skips), or used up their own attempt limit.
+func (r *Router) plan(snap *config.Snapshot, req *Request, h *History, reason config.Reason, from string, s *scratch, d *Decision) {
+	s.hops, s.cands, s.refs, s.disabled = s.hops[:0], s.cands[:0], s.refs[:0], 0
+	crossModel := snap.Policy(req.Model).CrossModelFallbackAllowed
+	if reason == config.ReasonGeneral {
+		r.addHop(snap, req, h, req.Model, s, d)
+		if !crossModel {
+			return
+		}
+		if c := chainFor(snap, config.ReasonGeneral, req.Model); c != nil {
+			for _, m := range c.Targets {
+				r.addHop(snap, req, h, m, s, d)
+			}
+		}
+		return
+	}
+	if c := chainFor(snap, reason, from, req.Model); c != nil && crossModel {
+		for _, m := range c.Targets {
+			r.addHop(snap, req, h, m, s, d)
+		}
+	}
+}
+
+func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, model string, s *scratch, d *Decision) {
+	for _, hp := range s.hops {
+		if hp.model == model {
+			return
+		}
+	}
+	if h.refused(model) {
+		return
+	}
+	g := snap.Groups[model]
+	if g == nil {
+		recordSkip(h, d, Skip{Model: model, Why: "no deployments serve this model"})
+		return
+	}
+	hp := hop{model: model, first: len(s.cands)}
+	incompatible := 0
+	for _, dep := range g.Deployments {
+		if !dep.Enabled {
+			s.disabled++
+			continue
+		}
+		if why := req.Facts.Unmet(dep.Capabilities, req.Stream); why != "" {
+			incompatible++
+			recordSkip(h, d, Skip{Deployment: dep.ID, Model: model, Why: why})
+			continue
+		}
+		tries := h.triesOf(dep.ID)
+		if limit := dep.MaxAttempts(req.Operation, req.Mode()); limit > 0 && tries >= limit {
+			continue
+		}
+		c := candidate{dep: dep, hop: len(s.hops), tried: tries > 0}
+		if c.tried {
+			c.reusable = reusableAfter(h.lastOn(dep.ID))
+		}
+		s.cands = append(s.cands, c)
+		s.refs = append(s.refs, store.DeploymentRef{ID: dep.ID, Domain: dep.Domain})
+	}
+	hp.end = len(s.cands)
+	if hp.end == hp.first && incompatible > 0 && model != req.Model {
+		recordSkip(h, d, Skip{Model: model, Why: "no deployment of this fallback model keeps the request's contract"})
+	}
+	s.hops = append(s.hops, hp)
+	if n := len(s.cands); cap(s.states) < n {
+		s.states = make([]store.DeploymentState, n, 2*n)
+	}
+	s.states = s.states[:len(s.cands)]
+}
+
+// reusableAfter reports whether a deployment may be asked again in the same request after
+// its last failure: transient failures and throttles may clear; a configuration fault, an
+// exhausted quota or an incompatibility will not (SPEC §7.3).
+func reusableAfter(a *Attempt) bool {
+	switch a.Class {
+	case failure.ClassTransient:
+		return true
+	case failure.ClassThrottle:
+		return !a.Quota
+	}
+	return false
+}
+
+func recordSkip(h *History, d *Decision, s Skip) {
+	if h.skipped(s) {
+		return
+	}
+	for _, k := range d.Skips {
+		if k == s {
+			return
+		}
+	}
+	d.Skips = append(d.Skips, s)
+}
+
+// hopOrder sets s.order: hops in plan order (failover before fallback, SPEC §7.7), unless the
+// requested model's policy turns sameModelFailoverFirst off, in which case after a failure
+// the hops after the failing model come first (SPEC §9.3).
+func (r *Router) hopOrder(snap *config.Snapshot, req *Request, last *Attempt, s *scratch) {
+	s.order = s.order[:0]
+	start := 0
+	if last != nil && !snap.Policy(req.Model).SameModelFailoverFirst {
+		for i, hp := range s.hops {
+			if hp.model == last.Model {
+				start = i + 1
+				break
+			}
+		}
+	}
+	for k := range s.hops {
+		s.order = append(s.order, (start+k)%len(s.hops))
+	}
+}

@@ -1,0 +1,175 @@
+package routing
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/failure"
+)
+
+// Request is what the router knows of a logical request. A logical request spans every
+// attempt, retry and fallback made for one client request.
+type Request struct {
+	// ID identifies the logical request across attempts and replicas (probe ownership, the
+	// one-failure-per-request rule).
+	ID        string
+	Model     string
+	Operation config.Operation
+	Stream    bool
+	Facts     Facts
+	// Start is when the logical request began; the total deadline runs from it.
+	Start time.Time
+}
+
+// Mode is the request's response mode.
+func (r *Request) Mode() config.Mode {
+	if r.Stream {
+		return config.ModeStream
+	}
+	return config.ModeJSON
+}
+
+// Facts are the capability needs derived from the request body (SPEC §9.2). The dialect
+// parsers fill them; the router only compares them with what deployments declare.
+type Facts struct {
+	Tools             bool
+	ParallelToolCalls bool
+	StructuredOutput  bool // response_format / text.format json_schema
+	// Modalities beyond text present in the input (image or audio parts).
+	Modalities config.Modality
+	// PromptTokens is an estimate of the prompt's size in tokens.
+	PromptTokens int64
+	// MaxOutputTokens is the requested max_tokens / max_output_tokens (0: not set).
+	MaxOutputTokens int64
+}
+
+// Unmet returns why a deployment with capabilities c cannot keep the contract of a request
+// with these facts, or "" when it can. Undeclared capabilities are assumed supported.
+func (f Facts) Unmet(c config.Capabilities, stream bool) string {
+	switch {
+	case stream && !c.Streaming.Allows():
+		return "streaming not supported"
+	case f.Tools && !c.Tools.Allows():
+		return "tools not supported"
+	case f.ParallelToolCalls && !c.ParallelToolCalls.Allows():
+		return "parallel tool calls not supported"
+	case f.StructuredOutput && !c.StructuredOutput.Allows():
+		return "structured output (json_schema) not supported"
+	case c.Modalities != 0 && f.Modalities&^c.Modalities != 0:
+		return "input modality not supported"
+	case c.MaxOutputTokens > 0 && f.MaxOutputTokens > c.MaxOutputTokens:
+		return fmt.Sprintf("max output tokens %d above the deployment's %d", f.MaxOutputTokens, c.MaxOutputTokens)
+	case c.ContextWindow > 0 && f.PromptTokens+f.MaxOutputTokens > c.ContextWindow:
+		return fmt.Sprintf("about %d prompt + %d output tokens exceed the context window of %d", f.PromptTokens, f.MaxOutputTokens, c.ContextWindow)
+	}
+	return ""
+}
+
+// Attempt is the record of one finished attempt, as the attempt state carries it.
+type Attempt struct {
+	Deployment string
+	// Model is the public model of the hop the attempt served.
+	Model      string
+	Class      failure.Class
+	Kind       failure.Kind
+	Quota      bool
+	Status     int
+	RetryAfter time.Duration
+	Latency    time.Duration
+	Type       string
+	Code       string
+	// Message is the provider's sanitised public message.
+	Message string
+}
+
+// AttemptFrom builds the record of an attempt on d from its classification.
+func AttemptFrom(d *config.Deployment, c failure.Classification, latency time.Duration) Attempt {
+	return Attempt{
+		Deployment: d.ID, Model: d.PublicModel, Class: c.Class, Kind: c.Kind, Quota: c.Quota,
+		Status: c.Status, RetryAfter: c.RetryAfter, Latency: latency, Type: c.Type, Code: c.Code,
+		Message: c.Message,
+	}
+}
+
+// Skip records a deployment or fallback model passed over because it cannot keep the
+// request's contract (SPEC §9.2).
+type Skip struct {
+	Deployment string // empty when the whole model was skipped
+	Model      string
+	Why        string
+}
+
+// History is what happened so far in a logical request.
+type History struct {
+	Attempts []Attempt
+	// Reason is the fallback chain being followed; ReasonFrom the model whose refusal chose a
+	// context-window or content-policy chain.
+	Reason     config.Reason
+	ReasonFrom string
+	Skips      []Skip
+}
+
+// Last returns the last attempt, or nil.
+func (h *History) Last() *Attempt {
+	if h == nil || len(h.Attempts) == 0 {
+		return nil
+	}
+	return &h.Attempts[len(h.Attempts)-1]
+}
+
+// triesOf counts the attempts made on deployment id.
+func (h *History) triesOf(id string) int {
+	n := 0
+	for i := range h.Attempts {
+		if h.Attempts[i].Deployment == id {
+			n++
+		}
+	}
+	return n
+}
+
+// lastOn returns the last attempt on deployment id, or nil.
+func (h *History) lastOn(id string) *Attempt {
+	for i := len(h.Attempts) - 1; i >= 0; i-- {
+		if h.Attempts[i].Deployment == id {
+			return &h.Attempts[i]
+		}
+	}
+	return nil
+}
+
+// refused reports whether model refused the request itself (a request-class failure): its
+// other deployments would refuse it too.
+func (h *History) refused(model string) bool {
+	for i := range h.Attempts {
+		if h.Attempts[i].Model == model && h.Attempts[i].Class == failure.ClassRequest {
+			return true
+		}
+	}
+	return false
+}
+
+// skipped reports whether s is already recorded.
+func (h *History) skipped(s Skip) bool {
+	for _, k := range h.Skips {
+		if k.Deployment == s.Deployment && k.Model == s.Model {
+			return true
+		}
+	}
+	return false
+}
+
+// reuses counts the attempts that asked a deployment already tried in this request.
+func (h *History) reuses() int {
+	n := 0
+	for i := range h.Attempts {
+		for j := 0; j < i; j++ {
+			if h.Attempts[j].Deployment == h.Attempts[i].Deployment {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}

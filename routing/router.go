@@ -1,0 +1,115 @@
+// Package routing is switchyard's brain: for every attempt of a request it decides what to
+// do next (attempt on deployment D after a wait W with per-attempt timeouts, or stop with
+// error E), and it keeps the metrics and circuits that the next decisions read. It knows
+// nothing of Envoy, gRPC or ext_proc; those call it.
+//
+// # The decision flow
+//
+// Router.Decide takes the request's facts and what has happened so far (History: one record
+// per finished attempt) and returns a Decision:
+//
+//  1. Stop early when the last outcome ends the request: a request fault (SPEC §7.3) or a
+//     cancel; a context-window or content-policy refusal switches to that reason's fallback
+//     chain instead when one exists (SPEC §7.6). Stop when the attempt budget (maxAttempts) is
+//     spent or the deadline (totalMs) leaves no room for a meaningful attempt (SPEC §6.4).
+//  2. Plan the hops: the public model, then its fallback chain for the current reason
+//     (SPEC §7.6), minus models that refused the request, unless the model's policy forbids
+//     cross-model fallback (SPEC §9.3). Deployments that cannot keep the request's capability
+//     contract are skipped and the skip is recorded (SPEC §9.2).
+//  3. Read the live state of every candidate of every hop in one store call (one round trip,
+//     SPEC §3) and keep the eligible ones: enabled, circuit not open, failure domain not
+//     rate limited, under rpm/tpm limits (SPEC §4.1).
+//  4. First pass (SPEC §7.1): the first hop with an eligible deployment this request has not
+//     tried yet wins, at once. Failover comes before fallback (SPEC §7.7) because hops are in
+//     order. The strategy (SPEC §2) picks among that hop's untried eligible deployments;
+//     a half-open pick must win the probe (SPEC §5.4) or is dropped.
+//  5. Reuse (SPEC §7.2): otherwise a deployment already tried is asked again after a wait of
+//     0.5 s doubling to 8 s, floored by retryAfterSeconds and the provider's Retry-After (≤60 s),
+//     plus up to 25% jitter, if the wait still leaves a meaningful attempt before the deadline.
+//  6. Nothing eligible: with whenAllOpen "try" the circuits are ignored for one more pass;
+//     otherwise stop with what the provider said last (SPEC §7.4), or, when no upstream was
+//     asked, with 429 rate_limit_exceeded / 503 model_overloaded + Retry-After /
+//     503 model_unavailable (SPEC §4.2, §7.5).
+//
+// The caller runs the attempt, classifies its outcome with package failure, records it with
+// FinishAttempt (metrics and circuits, SPEC §3, §5) and appends it to the History.
+package routing
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/store"
+)
+
+// Clock tells the time. Tests inject a fake one.
+type Clock interface{ Now() time.Time }
+
+// Rand is a source of uniform floats in [0,1), safe for concurrent use. Tests inject a
+// seeded one.
+type Rand interface{ Float64() float64 }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now implements Clock.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// SystemRand draws from math/rand/v2's goroutine-safe global source.
+type SystemRand struct{}
+
+// Float64 implements Rand.
+func (SystemRand) Float64() float64 { return rand.Float64() }
+
+// ConfigSource hands out the configuration in force; *config.Live implements it.
+type ConfigSource interface{ Load() *config.Snapshot }
+
+// Store is what the router needs from the shared state.
+type Store interface {
+	store.States
+	store.Attempts
+	store.Probes
+}
+
+// Router decides attempts and records their outcomes. It is safe for concurrent use.
+type Router struct {
+	config ConfigSource
+	store  Store
+	clock  Clock
+	rand   Rand
+	log    *slog.Logger
+
+	scratch sync.Pool // *scratch, reused across decisions to keep them allocation-light
+}
+
+// Options configure a Router. Zero fields take the system defaults.
+type Options struct {
+	Clock  Clock
+	Rand   Rand
+	Logger *slog.Logger
+}
+
+// New returns a Router reading configuration from cfg and state from st.
+func New(cfg ConfigSource, st Store, opts Options) *Router {
+	r := &Router{config: cfg, store: st, clock: opts.Clock, rand: opts.Rand, log: opts.Logger}
+	if r.clock == nil {
+		r.clock = SystemClock{}
+	}
+	if r.rand == nil {
+		r.rand = SystemRand{}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.scratch.New = func() any { return &scratch{} }
+	return r
+}
+
+// Now is the router's clock reading; callers use it to timestamp attempts consistently.
+func (r *Router) Now() time.Time { return r.clock.Now() }
+
+// Config returns the configuration in force.
+func (r *Router) Config() *config.Snapshot { return r.config.Load() }

@@ -1,0 +1,260 @@
+package routing_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
+)
+
+// busy puts n attempts in flight on a deployment.
+func (e *env) busy(id string, n int) {
+	e.t.Helper()
+	for i := range n {
+		if err := e.store.StartAttempt(context.Background(), store.AttemptStart{DeploymentID: id, AttemptID: fmt.Sprintf("%s-busy-%d", id, i), Now: e.clock.Now(), Expires: e.clock.Now().Add(time.Hour)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// complete records a finished successful attempt with the given latency and tokens.
+func (e *env) complete(id string, latency time.Duration, completion, total int64) {
+	e.t.Helper()
+	d := e.live.Load().Deployments[id]
+	req := e.request(d.PublicModel)
+	if _, err := e.router.FinishAttempt(context.Background(), req, d, req.ID, routing.Result{Classification: ok, Latency: latency, CompletionTokens: completion, TotalTokens: total}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) failOnce(id string) {
+	e.t.Helper()
+	d := e.live.Load().Deployments[id]
+	req := e.request(d.PublicModel)
+	if _, err := e.router.FinishAttempt(context.Background(), req, d, req.ID, routing.Result{Classification: serverErr}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestSimpleShuffleNeverDrawsWeightZero(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(), dep("a", "m", weight(3)), dep("b", "m", weight(1)), dep("zero", "m", weight(0))))
+	const n = 100_000
+	got := e.counts("m", n)
+	if got["zero"] != 0 {
+		t.Fatalf("weight-0 deployment drawn %d times in %d draws", got["zero"], n)
+	}
+	if share := float64(got["a"]) / n; math.Abs(share-0.75) > 0.01 {
+		t.Fatalf("weight 3:1 gave share %.3f to a, want 0.75±0.01", share)
+	}
+}
+
+func TestLeastBusyIgnoresWeight(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(strategy("least-busy")), dep("a", "m", weight(10)), dep("zero", "m", weight(0))))
+	e.busy("a", 2)
+	e.busy("zero", 1)
+	for range 100 {
+		if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "zero" {
+			t.Fatalf("least-busy chose %s (2 in flight) over zero (1 in flight, weight 0)", d.Deployment.ID)
+		}
+	}
+}
+
+func TestTiesAreBrokenByWeightedDraw(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(strategy("least-busy")), dep("a", "m", weight(3)), dep("b", "m", weight(1)), dep("c", "m", weight(0)), dep("busy", "m", weight(100))))
+	e.busy("busy", 1)
+	got := e.counts("m", 20_000)
+	if got["busy"] != 0 || got["c"] != 0 {
+		t.Fatalf("busy=%d c(weight 0)=%d, want both 0", got["busy"], got["c"])
+	}
+	if share := float64(got["a"]) / 20_000; math.Abs(share-0.75) > 0.02 {
+		t.Fatalf("tie between weights 3 and 1 gave a %.3f, want 0.75", share)
+	}
+}
+
+func TestUsageBasedStrategies(t *testing.T) {
+	t.Run("rpm", func(t *testing.T) {
+		e := newEnv(t, cfgOf(settings(strategy("usage-based-rpm")), dep("a", "m"), dep("b", "m")))
+		e.busy("a", 3) // three attempt starts this minute
+		e.busy("b", 1)
+		if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "b" {
+			t.Fatalf("chose %s, want b (fewer requests this minute)", d.Deployment.ID)
+		}
+	})
+	t.Run("tpm", func(t *testing.T) {
+		e := newEnv(t, cfgOf(settings(strategy("usage-based-tpm")), dep("a", "m"), dep("b", "m")))
+		e.complete("a", time.Second, 10, 100)
+		e.complete("b", time.Second, 10, 900)
+		if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "a" {
+			t.Fatalf("chose %s, want a (fewer tokens this minute)", d.Deployment.ID)
+		}
+		// A new minute forgets the tokens: both at 0, a tie.
+		e.clock.Advance(time.Minute)
+		got := e.counts("m", 2000)
+		if got["a"] < 800 || got["b"] < 800 {
+			t.Fatalf("after the minute rolled over: %v, want an even split", got)
+		}
+	})
+}
+
+func TestLatencyBased(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(strategy("latency-based")), dep("fast", "m", weight(0)), dep("slow", "m", weight(5)), dep("new", "m", weight(1))))
+	e.complete("fast", time.Second, 10, 10)
+	e.complete("slow", 3*time.Second, 10, 10)
+	// A deployment without a completed request is measured before the ranking applies.
+	if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "new" {
+		t.Fatalf("chose %s, want the unmeasured deployment first", d.Deployment.ID)
+	}
+	e.complete("new", 2*time.Second, 10, 10)
+	for range 50 {
+		if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "fast" {
+			t.Fatalf("latency-based chose %s, want fast (lowest EWMA, weight ignored)", d.Deployment.ID)
+		}
+	}
+}
+
+func TestMetricStrategiesFallBackToWeightedDraw(t *testing.T) {
+	// SPEC §2.2: with no usable value anywhere, the metric strategies are the weighted draw.
+	for _, s := range []string{"latency-based", "throughput-based", "health-aware", "price-based"} {
+		t.Run(s, func(t *testing.T) {
+			e := newEnv(t, cfgOf(settings(strategy(s)), dep("a", "m", weight(3)), dep("b", "m", weight(1)), dep("z", "m", weight(0))))
+			got := e.counts("m", 20_000)
+			if got["z"] != 0 {
+				t.Fatalf("weight 0 drawn %d times", got["z"])
+			}
+			if share := float64(got["a"]) / 20_000; math.Abs(share-0.75) > 0.02 {
+				t.Fatalf("share of a = %.3f, want the 0.75 of the weighted draw", share)
+			}
+		})
+	}
+}
+
+func TestThroughputBased(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(strategy("throughput-based")), dep("a", "m"), dep("b", "m")))
+	e.complete("a", 2*time.Second, 100, 100) // 50 tok/s
+	e.complete("b", time.Second, 80, 80)     // 80 tok/s
+	if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "b" {
+		t.Fatalf("chose %s, want b (highest tokens/s)", d.Deployment.ID)
+	}
+}
+
+func price(in, out float64) func(*configv1.Deployment) {
+	return func(d *configv1.Deployment) {
+		d.Price = &configv1.Price{InputPerMillion: proto.Float64(in), OutputPerMillion: proto.Float64(out)}
+	}
+}
+
+func searchPrice(cents float64) func(*configv1.Deployment) {
+	return func(d *configv1.Deployment) { d.Price = &configv1.Price{SearchUnitCents: proto.Float64(cents)} }
+}
+
+func TestPriceBased(t *testing.T) {
+	t.Run("token rates compare input plus output", func(t *testing.T) {
+		// a: 1+10 = 11, b: 5+5 = 10 per 1M input + 1M output.
+		e := newEnv(t, cfgOf(settings(strategy("price-based")), dep("a", "m", price(1, 10), weight(9)), dep("b", "m", price(5, 5))))
+		for range 50 {
+			if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "b" {
+				t.Fatalf("chose %s, want b (cheaper combined rate)", d.Deployment.ID)
+			}
+		}
+	})
+	t.Run("search units compare cents", func(t *testing.T) {
+		e := newEnv(t, cfgOf(settings(strategy("price-based")), dep("a", "m", searchPrice(0.5)), dep("b", "m", searchPrice(0.2))))
+		if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "b" {
+			t.Fatalf("chose %s, want b", d.Deployment.ID)
+		}
+	})
+	t.Run("mixed bases fall back to the weighted draw", func(t *testing.T) {
+		e := newEnv(t, cfgOf(settings(strategy("price-based")), dep("tokens", "m", price(100, 100), weight(3)), dep("search", "m", searchPrice(0.1))))
+		got := e.counts("m", 8000)
+		if share := float64(got["tokens"]) / 8000; math.Abs(share-0.75) > 0.03 {
+			t.Fatalf("mixed bases: share of the numerically dearer one = %.3f, want 0.75 (weighted)", share)
+		}
+	})
+	t.Run("unknown price falls back to the weighted draw", func(t *testing.T) {
+		e := newEnv(t, cfgOf(settings(strategy("price-based")), dep("priced", "m", price(100, 100)), dep("unpriced", "m")))
+		got := e.counts("m", 4000)
+		if got["priced"] < 1600 || got["unpriced"] < 1600 {
+			t.Fatalf("unknown price: %v, want an even weighted split", got)
+		}
+	})
+}
+
+func TestHealthAware(t *testing.T) {
+	t.Run("highest success rate times weight", func(t *testing.T) {
+		e := newEnv(t, cfgOf(settings(strategy("health-aware")), dep("good", "m"), dep("flaky", "m", weight(1)), dep("fresh", "m")))
+		for range 4 {
+			e.complete("good", time.Second, 1, 1)
+		}
+		e.complete("flaky", time.Second, 1, 1)
+		e.failOnce("flaky")
+		e.failOnce("flaky")
+		// good 1.0, flaky 0.33, fresh neutral 0.5.
+		for range 50 {
+			if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "good" {
+				t.Fatalf("chose %s, want good", d.Deployment.ID)
+			}
+		}
+	})
+	t.Run("neutral 0.5 beats a poor record", func(t *testing.T) {
+		e := newEnv(t, cfgOf(settings(strategy("health-aware")), dep("flaky", "m"), dep("fresh", "m")))
+		e.complete("flaky", time.Second, 1, 1)
+		e.failOnce("flaky")
+		e.failOnce("flaky")
+		if got := e.state("fresh").Metrics.HealthScore(); got != 0.5 {
+			t.Fatalf("health of a deployment with no data = %v, want 0.5", got)
+		}
+		if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "fresh" {
+			t.Fatalf("chose %s (0.33), want fresh (neutral 0.5, not 1.0 and not 0)", d.Deployment.ID)
+		}
+	})
+	t.Run("weight zero is skipped", func(t *testing.T) {
+		e := newEnv(t, cfgOf(settings(strategy("health-aware")), dep("perfect0", "m", weight(0)), dep("meh", "m")))
+		e.complete("perfect0", time.Second, 1, 1)
+		e.complete("meh", time.Second, 1, 1)
+		e.failOnce("meh")
+		for range 50 {
+			if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "meh" {
+				t.Fatalf("chose %s, want meh: weight 0 scores 0", d.Deployment.ID)
+			}
+		}
+	})
+}
+
+func TestSingleMemberGroupSkipsSelection(t *testing.T) {
+	cr := &countingRand{inner: newRand(3)}
+	e := newEnv(t, cfgOf(settings(strategy("health-aware")), dep("only", "solo", weight(0))), withRand(cr))
+	for range 10 {
+		if d := e.mustAttempt(e.request("solo"), nil); d.Deployment.ID != "only" {
+			t.Fatalf("chose %s", d.Deployment.ID)
+		}
+	}
+	if cr.calls != 0 {
+		t.Fatalf("the strategy ran (%d random draws) for a group of one", cr.calls)
+	}
+	// Its metrics are still recorded.
+	e.complete("only", 2*time.Second, 40, 50)
+	if m := e.state("only").Metrics; !m.HasLatency || m.LatencyEWMA != 2 || m.TPM != 50 || m.Successes != 1 {
+		t.Fatalf("metrics of a single-member group not recorded: %+v", m)
+	}
+}
+
+// The throughput metric needs tokens: a success without usage leaves it unknown.
+func TestThroughputNeedsTokens(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(), dep("a", "m")))
+	d := e.live.Load().Deployments["a"]
+	req := e.request("m")
+	if _, err := e.router.FinishAttempt(context.Background(), req, d, "x", routing.Result{Classification: failure.Classification{}, Latency: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.state("a").Metrics; m.HasThroughput || !m.HasLatency {
+		t.Fatalf("metrics = %+v, want latency but no throughput", m)
+	}
+}
