@@ -1,0 +1,98 @@
+// Package admin serves switchyard's operator HTTP endpoints: liveness and readiness, and the
+// deployment status report of SPEC §10.3. (The configuration endpoints of SPEC §11 join it
+// when the admin API lands.)
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/switchyard-gw/switchyard/routing"
+)
+
+// Readiness reports a component's state for /readyz. Ready false fails the probe; Detail is
+// shown either way and must never hold a secret.
+type Readiness struct {
+	Name   string `json:"name"`
+	Ready  bool   `json:"ready"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Options configure the handler.
+type Options struct {
+	// MasterKey guards the authenticated endpoints (Authorization: Bearer <key>). Empty
+	// disables them: they answer 401, never open access.
+	MasterKey string
+	// Checks are run by /readyz.
+	Checks []func(context.Context) Readiness
+	Logger *slog.Logger
+}
+
+// Handler returns the admin HTTP handler.
+func Handler(r *routing.Router, opts Options) http.Handler {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, req *http.Request) {
+		ready := r.Config() != nil
+		checks := []Readiness{{Name: "config", Ready: ready}}
+		for _, check := range opts.Checks {
+			c := check(req.Context())
+			checks = append(checks, c)
+			ready = ready && c.Ready
+		}
+		status := http.StatusOK
+		if !ready {
+			status = http.StatusServiceUnavailable
+		}
+		writeJSON(w, status, map[string]any{"ready": ready, "checks": checks})
+	})
+	mux.HandleFunc("GET /v1/models/{model}/deployments", func(w http.ResponseWriter, req *http.Request) {
+		if !authorized(req, opts.MasterKey) {
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "A valid master key is required.")
+			return
+		}
+		model := req.PathValue("model")
+		statuses, ok, err := r.Status(req.Context(), model)
+		switch {
+		case err != nil:
+			log.Error("deployment status failed", "model", model, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "api_error", "store_unavailable", "The routing state could not be read.")
+		case !ok:
+			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "The model `"+model+"` does not exist.")
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"object": "list", "model": model, "data": statuses})
+		}
+	})
+	return mux
+}
+
+// authorized compares the bearer token with the master key in constant time.
+func authorized(req *http.Request, key string) bool {
+	if key == "" {
+		return false
+	}
+	token, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(key)) == 1
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers in the OpenAI error shape, the dialect of the /v1 paths.
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": code, "param": nil}})
+}
