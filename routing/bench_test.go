@@ -9,6 +9,7 @@ import (
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // BenchmarkDecide measures one routing decision (a fresh request's first attempt) per
@@ -40,5 +41,35 @@ func BenchmarkDecide(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkReadStatesBaseline is the same run's baseline for BenchmarkDecide: the memory
+// store's read of the candidates' state alone, which every decision pays. The ratio
+// Decide/ReadStates is the router's own cost, and holds across noisy machines.
+func BenchmarkReadStatesBaseline(b *testing.B) {
+	for _, n := range []int{2, 8, 32} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			deps := make([]*configv1.Deployment, n)
+			for i := range deps {
+				deps[i] = dep(fmt.Sprintf("d%02d", i), "m")
+			}
+			e := newEnv(b, cfgOf(settings(), deps...))
+			for i := range deps {
+				e.busy(deps[i].GetId(), i%4)
+				e.complete(deps[i].GetId(), time.Second, 10, 20)
+			}
+			g := e.live.Load().Groups["m"]
+			out := make([]store.DeploymentState, n)
+			ctx := context.Background()
+			now := e.clock.Now()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := e.store.ReadStates(ctx, now, g.Refs, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -111,7 +111,7 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 			}
 		}
 	}
-	return stopWith(d, blockedStop(last, s, &d, req.Model, now))
+	return stopWith(d, blockedStop(h, s, &d, req.Model, now))
 }
 
 // reusable picks a deployment already tried in this request whose last failure allows asking

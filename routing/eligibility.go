@@ -3,6 +3,7 @@ package routing
 import (
 	"time"
 
+	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
@@ -56,11 +57,18 @@ func assess(c *candidate, now time.Time) {
 		c.untilAvailable = st.Capacity.Until.UnixNano()
 		return
 	}
-	d := c.dep
-	if (d.RPMLimit > 0 && st.Metrics.RPM >= d.RPMLimit) || (d.TPMLimit > 0 && st.Metrics.TPM >= d.TPMLimit) {
+	if overLimit(c.dep, &st.Metrics) {
 		// Skipped for this attempt, not cooled down (SPEC §4.1); the counters reset with the
 		// next minute.
 		c.block = blockedLimit
-		c.untilAvailable = time.Unix((store.MinuteOf(now)+1)*60, 0).UnixNano()
+		c.untilAvailable = nextMinute(now).UnixNano()
 	}
 }
+
+// overLimit reports whether d is at or over its rpmLimit or tpmLimit this minute.
+func overLimit(d *config.Deployment, m *store.Metrics) bool {
+	return (d.RPMLimit > 0 && m.RPM >= d.RPMLimit) || (d.TPMLimit > 0 && m.TPM >= d.TPMLimit)
+}
+
+// nextMinute is when the per-minute counters of now's minute reset.
+func nextMinute(now time.Time) time.Time { return time.Unix((store.MinuteOf(now)+1)*60, 0) }

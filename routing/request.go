@@ -118,6 +118,17 @@ func (h *History) Last() *Attempt {
 	return &h.Attempts[len(h.Attempts)-1]
 }
 
+// lastAsked returns the last attempt that reached an upstream's answer (or its transport
+// failure): incompatibilities found by the gateway itself do not count.
+func (h *History) lastAsked() *Attempt {
+	for i := len(h.Attempts) - 1; i >= 0; i-- {
+		if h.Attempts[i].Class != failure.ClassIncompatible {
+			return &h.Attempts[i]
+		}
+	}
+	return nil
+}
+
 // triesOf counts the attempts made on deployment id.
 func (h *History) triesOf(id string) int {
 	n := 0

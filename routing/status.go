@@ -47,12 +47,18 @@ func (r *Router) Status(ctx context.Context, model string) (statuses []Deploymen
 			ds.State, ds.Cause = "half_open", st.Circuit.Cause.String()
 			ds.RetryAfterMs = ceilMs(st.Circuit.RetryAfter(now))
 		}
-		if ds.State == "available" && st.Capacity.Limited(now) {
+		switch {
+		case ds.State != "available":
+		case st.Capacity.Limited(now):
 			ds.State, ds.Cause = "rate_limited", "throttle"
 			if st.Capacity.Quota {
 				ds.Cause = "quota"
 			}
 			ds.RetryAfterMs = ceilMs(st.Capacity.Until.Sub(now))
+		case overLimit(d, &st.Metrics):
+			// Over its own limits this minute (SPEC §4.1): skipped until the minute ends.
+			ds.State, ds.Cause = "rate_limited", "limit"
+			ds.RetryAfterMs = ceilMs(nextMinute(now).Sub(now))
 		}
 		out[i] = ds
 	}

@@ -69,8 +69,8 @@ func deadlineStop(last *Attempt) *StopError {
 // every candidate quarantined or out of quota → 503 model_unavailable; only rate limits and
 // capacity circuits → 429 rate_limit_exceeded; any cooling circuit → 503 model_overloaded.
 // Both carry the exact time until the first candidate is usable again as Retry-After.
-func blockedStop(last *Attempt, s *scratch, d *Decision, model string, now time.Time) *StopError {
-	if last != nil && last.Class != failure.ClassIncompatible {
+func blockedStop(h *History, s *scratch, d *Decision, model string, now time.Time) *StopError {
+	if last := h.lastAsked(); last != nil {
 		return upstreamStop(last)
 	}
 	if len(s.cands) == 0 {

@@ -1,0 +1,56 @@
+package routing_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/routing"
+)
+
+func TestStatusReportsCircuitStates(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(allowedFails(0)), dep("cool", "m"), dep("half", "m"), dep("limited", "m", domain("acct")), dep("fine", "m", rpmLimit(5)), dep("off", "m", disabled)))
+	e.failOnce("half")
+	e.clock.Advance(5 * time.Second) // half: cooldown over → half_open
+	e.failOnce("cool")
+	e.clock.Advance(2 * time.Second) // cool: 3 s of cooldown left
+	d := e.live.Load().Deployments["limited"]
+	th := throttled
+	th.RetryAfter = 10 * time.Second
+	if _, err := e.router.FinishAttempt(context.Background(), e.request("m"), d, "x", routing.Result{Classification: th}); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := e.router.Status(context.Background(), "m")
+	if err != nil || !ok {
+		t.Fatalf("Status: %v %v", ok, err)
+	}
+	want := map[string]struct {
+		state string
+		ms    int64
+	}{
+		"cool":    {"cooldown", 3000},
+		"half":    {"half_open", 0},
+		"limited": {"rate_limited", 10000},
+		"fine":    {"available", 0},
+		"off":     {"available", 0},
+	}
+	for _, s := range got {
+		w := want[s.ID]
+		if s.State != w.state || s.RetryAfterMs != w.ms {
+			t.Errorf("%s: %s %dms, want %s %dms", s.ID, s.State, s.RetryAfterMs, w.state, w.ms)
+		}
+		if s.ID == "off" && s.Enabled {
+			t.Error("switched-off deployment reported enabled")
+		}
+	}
+	e.busy("fine", 5)
+	got, _, _ = e.router.Status(context.Background(), "m")
+	for _, s := range got {
+		if s.ID == "fine" && s.State != "rate_limited" {
+			t.Errorf("deployment at its rpm limit reported %s", s.State)
+		}
+	}
+	if _, ok, _ := e.router.Status(context.Background(), "nope"); ok {
+		t.Fatal("unknown model reported")
+	}
+}
