@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store"
-	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
 
 func provider(p string) func(*configv1.Deployment) {
@@ -83,7 +83,7 @@ func TestTaxonomyDrivesRouting(t *testing.T) {
 		},
 		{
 			name: "azure content filter goes to the content_policy chain", provider: "azure-openai",
-			outcome: failure.Outcome{Status: 400, Body: []byte(`{"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":"prompt","code":"content_filter","status":400,"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":true,"severity":"high"}}}}}`)},
+			outcome:  failure.Outcome{Status: 400, Body: []byte(`{"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":"prompt","code":"content_filter","status":400,"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":true,"severity":"high"}}}}}`)},
 			wantNext: "safe",
 		},
 		{
