@@ -213,6 +213,61 @@ func runCircuit(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("OnlyTheProbeOwnerCloses", func(t *testing.T) {
+		s, _ := open(t, f)
+		cs := settings()
+		cs.AllowedFails = 0
+		fail(t, s, "d1", "a", t0, cs)
+		// Successes of requests that started before the circuit opened prove nothing.
+		if tr := succeed(t, s, "d1", "old", t0.Add(time.Second), cs); tr.Closed || tr.Cleared {
+			t.Fatalf("a success during the cooldown changed the circuit: %+v", tr)
+		}
+		half := t0.Add(cs.Cooldown)
+		if !acquire(t, s, "d1", "probe", half, cs.HalfOpenProbe) {
+			t.Fatal("probe not acquired at half-open")
+		}
+		if tr := succeed(t, s, "d1", "other", half.Add(time.Second), cs); tr.Closed {
+			t.Fatalf("a non-owner's success closed the half-open circuit: %+v", tr)
+		}
+		if st := state(t, s, "d1", "", half.Add(time.Second)).Circuit.State(half.Add(time.Second)); st != store.StateProbing {
+			t.Fatalf("state after a non-owner's success = %v, want probing", st)
+		}
+		if tr := succeed(t, s, "d1", "probe", half.Add(2*time.Second), cs); !tr.Closed {
+			t.Fatalf("the owner's success did not close: %+v", tr)
+		}
+	})
+
+	t.Run("DedupeLastsDedupeTTL", func(t *testing.T) {
+		s, _ := open(t, f)
+		cs := settings()
+		cs.AllowedFails = 10
+		f1 := store.AttemptFinish{DeploymentID: "d1", RequestID: "r", Effect: store.EffectTransient, Settings: cs, DedupeTTL: 10 * time.Second}
+		for _, c := range []struct {
+			at      time.Duration
+			counted bool
+		}{{0, true}, {9 * time.Second, false}, {10 * time.Second, true}} {
+			f1.Now = t0.Add(c.at)
+			if tr := finish(t, s, f1); tr.Counted != c.counted {
+				t.Fatalf("failure of the same request at +%v: counted=%v, want %v (DedupeTTL 10s)", c.at, tr.Counted, c.counted)
+			}
+		}
+	})
+
+	t.Run("QuarantineIsNeverShortened", func(t *testing.T) {
+		s, _ := open(t, f)
+		cs := settings()
+		tr := finish(t, s, store.AttemptFinish{DeploymentID: "d1", RequestID: "r", Now: t0, Effect: store.EffectConfiguration, Settings: cs})
+		until := tr.Circuit.OpenUntil
+		cs.ConfigurationCooldown = 60 * time.Second // settings changed meanwhile
+		if tr := finish(t, s, store.AttemptFinish{DeploymentID: "d1", RequestID: "r2", Now: t0.Add(time.Second), Effect: store.EffectConfiguration, Settings: cs}); tr.Quarantined || !tr.Circuit.OpenUntil.Equal(until) {
+			t.Fatalf("a shorter quarantine moved the end from %v: %+v", until, tr)
+		}
+		cs.ConfigurationCooldown = 600 * time.Second
+		if tr := finish(t, s, store.AttemptFinish{DeploymentID: "d1", RequestID: "r3", Now: t0.Add(2 * time.Second), Effect: store.EffectConfiguration, Settings: cs}); !tr.Quarantined || tr.Circuit.OpenUntil.Sub(t0) != 602*time.Second {
+			t.Fatalf("a longer quarantine did not extend: %+v", tr)
+		}
+	})
+
 	t.Run("ConfigurationQuarantine", func(t *testing.T) {
 		s, _ := open(t, f)
 		cs := settings()

@@ -1,0 +1,264 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+	"github.com/switchyard-gw/switchyard/routing/store"
+)
+
+// The configuration is stored as deterministic proto binary: one string for the router
+// settings, one hash per collection (deployments by id, chains by (model, reason), policies
+// by model) and the API keys in a hash of their own, so nothing that reads the deployments
+// can return a key by accident (SPEC §11.3). Every write is one script that also bumps the
+// version and publishes it (lua/config_*.lua).
+
+// encode is deterministic proto binary, so equal configurations store equal bytes.
+func encode(m proto.Message) ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
+}
+
+// LoadConfig implements store.ConfigStore: one MULTI/EXEC (all keys share the {cfg} slot),
+// so the version and the items are one consistent snapshot.
+func (s *Store) LoadConfig(ctx context.Context) (store.ConfigSnapshot, error) {
+	ctx, cancel := s.cfgCtx(ctx)
+	defer cancel()
+	var (
+		version                           *redis.StringCmd
+		settings                          *redis.StringCmd
+		deps, secrets, chains, policiesHm *redis.MapStringStringCmd
+	)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		version = p.Get(ctx, s.keys.configVersion())
+		settings = p.Get(ctx, s.keys.configSettings())
+		deps = p.HGetAll(ctx, s.keys.configDeployments())
+		secrets = p.HGetAll(ctx, s.keys.configSecrets())
+		chains = p.HGetAll(ctx, s.keys.configChains())
+		policiesHm = p.HGetAll(ctx, s.keys.configPolicies())
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return store.ConfigSnapshot{}, unavailable("load config", err)
+	}
+	snap := store.ConfigSnapshot{Config: &configv1.Config{}, Secrets: secrets.Val()}
+	if snap.Secrets == nil {
+		snap.Secrets = map[string]string{}
+	}
+	if v, err := version.Uint64(); err == nil {
+		snap.Version = v
+	}
+	if b, err := settings.Bytes(); err == nil {
+		rs := &configv1.RouterSettings{}
+		if err := proto.Unmarshal(b, rs); err != nil {
+			return store.ConfigSnapshot{}, fmt.Errorf("redisstore: load config: router settings: %w", err)
+		}
+		snap.Config.RouterSettings = rs
+	}
+	for _, id := range sortedKeys(deps.Val()) {
+		d := &configv1.Deployment{}
+		if err := proto.Unmarshal([]byte(deps.Val()[id]), d); err != nil {
+			return store.ConfigSnapshot{}, fmt.Errorf("redisstore: load config: deployment %q: %w", id, err)
+		}
+		d.ApiKey = "" // never stored here; cleared again so a read can never carry one
+		snap.Config.Deployments = append(snap.Config.Deployments, d)
+	}
+	for _, field := range sortedKeys(chains.Val()) {
+		c := &configv1.FallbackChain{}
+		if err := proto.Unmarshal([]byte(chains.Val()[field]), c); err != nil {
+			return store.ConfigSnapshot{}, fmt.Errorf("redisstore: load config: fallback chain: %w", err)
+		}
+		snap.Config.FallbackChains = append(snap.Config.FallbackChains, c)
+	}
+	sort.SliceStable(snap.Config.FallbackChains, func(i, j int) bool {
+		a, b := snap.Config.FallbackChains[i], snap.Config.FallbackChains[j]
+		if a.GetPublicModel() != b.GetPublicModel() {
+			return a.GetPublicModel() < b.GetPublicModel()
+		}
+		return a.GetReason() < b.GetReason()
+	})
+	for _, model := range sortedKeys(policiesHm.Val()) {
+		p := &configv1.ModelPolicy{}
+		if err := proto.Unmarshal([]byte(policiesHm.Val()[model]), p); err != nil {
+			return store.ConfigSnapshot{}, fmt.Errorf("redisstore: load config: model policy %q: %w", model, err)
+		}
+		snap.Config.ModelPolicies = append(snap.Config.ModelPolicies, p)
+	}
+	return snap, nil
+}
+
+// ConfigVersion implements store.ConfigStore.
+func (s *Store) ConfigVersion(ctx context.Context) (uint64, error) {
+	ctx, cancel := s.cfgCtx(ctx)
+	defer cancel()
+	v, err := s.rdb.Get(ctx, s.keys.configVersion()).Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailable("config version", err)
+	}
+	return v, nil
+}
+
+// ReplaceConfig implements store.ConfigStore with lua/config_replace.lua.
+func (s *Store) ReplaceConfig(ctx context.Context, cfg *configv1.Config) (uint64, error) {
+	args := []any{s.channel()}
+	if rs := cfg.GetRouterSettings(); rs != nil {
+		b, err := encode(rs)
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: replace config: router settings: %w", err)
+		}
+		args = append(args, "1", b)
+	} else {
+		args = append(args, "0", "")
+	}
+	args = append(args, len(cfg.GetDeployments()))
+	for _, d := range cfg.GetDeployments() {
+		b, err := marshalDeployment(d)
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: replace config: %w", err)
+		}
+		args = append(args, d.GetId(), b, d.GetApiKey())
+	}
+	args = append(args, len(cfg.GetFallbackChains()))
+	for _, c := range cfg.GetFallbackChains() {
+		b, err := encode(c)
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: replace config: fallback chain: %w", err)
+		}
+		args = append(args, chainField(c.GetPublicModel(), c.GetReason()), b)
+	}
+	args = append(args, len(cfg.GetModelPolicies()))
+	for _, p := range cfg.GetModelPolicies() {
+		b, err := encode(p)
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: replace config: model policy: %w", err)
+		}
+		args = append(args, p.GetPublicModel(), b)
+	}
+	k := s.keys
+	return s.configWrite(ctx, "replace config", s.scripts.configReplace, []string{
+		k.configVersion(), k.configSettings(), k.configDeployments(), k.configSecrets(),
+		k.configChains(), k.configPolicies(),
+	}, args...)
+}
+
+// PutRouterSettings implements store.ConfigStore.
+func (s *Store) PutRouterSettings(ctx context.Context, rs *configv1.RouterSettings) (uint64, error) {
+	b, err := encode(rs)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: put router settings: %w", err)
+	}
+	return s.put(ctx, "put router settings", s.keys.configSettings(), "", b, "")
+}
+
+// PutDeployment implements store.ConfigStore. The apiKey goes to the secrets hash; an empty
+// one keeps the stored secret.
+func (s *Store) PutDeployment(ctx context.Context, d *configv1.Deployment) (uint64, error) {
+	b, err := marshalDeployment(d)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: put deployment: %w", err)
+	}
+	return s.put(ctx, "put deployment", s.keys.configDeployments(), d.GetId(), b, d.GetApiKey())
+}
+
+// DeleteDeployment implements store.ConfigStore; the secret goes with it.
+func (s *Store) DeleteDeployment(ctx context.Context, id string) (uint64, error) {
+	return s.delete(ctx, "delete deployment", s.keys.configDeployments(), id, true)
+}
+
+// PutFallbackChain implements store.ConfigStore.
+func (s *Store) PutFallbackChain(ctx context.Context, c *configv1.FallbackChain) (uint64, error) {
+	b, err := encode(c)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: put fallback chain: %w", err)
+	}
+	return s.put(ctx, "put fallback chain", s.keys.configChains(), chainField(c.GetPublicModel(), c.GetReason()), b, "")
+}
+
+// DeleteFallbackChain implements store.ConfigStore.
+func (s *Store) DeleteFallbackChain(ctx context.Context, publicModel, reason string) (uint64, error) {
+	return s.delete(ctx, "delete fallback chain", s.keys.configChains(), chainField(publicModel, reason), false)
+}
+
+// PutModelPolicy implements store.ConfigStore.
+func (s *Store) PutModelPolicy(ctx context.Context, p *configv1.ModelPolicy) (uint64, error) {
+	b, err := encode(p)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: put model policy: %w", err)
+	}
+	return s.put(ctx, "put model policy", s.keys.configPolicies(), p.GetPublicModel(), b, "")
+}
+
+// DeleteModelPolicy implements store.ConfigStore.
+func (s *Store) DeleteModelPolicy(ctx context.Context, publicModel string) (uint64, error) {
+	return s.delete(ctx, "delete model policy", s.keys.configPolicies(), publicModel, false)
+}
+
+func (s *Store) put(ctx context.Context, op, home, field string, b []byte, secret string) (uint64, error) {
+	k := s.keys
+	return s.configWrite(ctx, op, s.scripts.configPut,
+		[]string{k.configVersion(), home, k.configSecrets()}, s.channel(), field, b, secret)
+}
+
+func (s *Store) delete(ctx context.Context, op, home, field string, withSecret bool) (uint64, error) {
+	flag := "0"
+	if withSecret {
+		flag = "1"
+	}
+	k := s.keys
+	return s.configWrite(ctx, op, s.scripts.configDelete,
+		[]string{k.configVersion(), home, k.configSecrets()}, s.channel(), field, flag)
+}
+
+// configWrite runs a config script and returns the new version; -1 means not found.
+func (s *Store) configWrite(ctx context.Context, op string, sc *luaScript, keys []string, args ...any) (uint64, error) {
+	ctx, cancel := s.cfgCtx(ctx)
+	defer cancel()
+	v, err := sc.Run(ctx, s.rdb, keys, args...).Int64()
+	if err != nil {
+		return 0, unavailable(op, err)
+	}
+	if v < 0 {
+		return 0, store.ErrNotFound
+	}
+	return uint64(v), nil
+}
+
+// channel is the pub/sub channel config scripts publish on; empty when publishing is
+// switched off (a test of the polling fallback).
+func (s *Store) channel() string {
+	if !s.opts.publish {
+		return ""
+	}
+	return s.keys.configChannel()
+}
+
+// marshalDeployment encodes d without its apiKey (kept in the secrets hash) and without
+// touching the caller's message.
+func marshalDeployment(d *configv1.Deployment) ([]byte, error) {
+	if d.GetApiKey() != "" {
+		d = proto.Clone(d).(*configv1.Deployment)
+		d.ApiKey = ""
+	}
+	b, err := encode(d)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %q: %w", d.GetId(), err)
+	}
+	return b, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,185 @@
+-- FinishAttempt for one deployment: release the in-flight entry and apply the outcome to the
+-- deployment's circuit and metrics in one atomic step. It implements exactly
+-- store.ApplyFailure, store.ApplySuccess and store.ApplyConfigurationFailure plus the metric
+-- updates of memstore (SPEC §3, §5). A throttle's effect on the failure domain is
+-- capacity.lua, sent in the same pipeline: the domain lives on another slot.
+--
+-- KEYS[1] circuit   KEYS[2] inflight   KEYS[3] stats   KEYS[4] counted:<request>
+-- ARGV[1]  attempt id          ARGV[2]  request id        ARGV[3]  now (µs)
+-- ARGV[4]  effect (store.Effect: 0 neutral, 1 success, 2 transient, 3 throttle, 4 quota,
+--          5 configuration)
+-- ARGV[5]  allowedFails        ARGV[6]  cooldown (µs)     ARGV[7]  failure window (µs)
+-- ARGV[8]  max cooldown (µs)   ARGV[9]  configuration cooldown (µs)
+-- ARGV[10] jitter in [0,1]     ARGV[11] latency (s, '' on failures)
+-- ARGV[12] throughput (tokens/s, '' when unknown)   ARGV[13] total tokens
+-- ARGV[14] dedupe TTL (µs)     ARGV[15] minute (Unix minutes)
+-- ARGV[16] circuit grace (µs)  ARGV[17] stats TTL (ms)    ARGV[18] dedupe grace (µs)
+--
+-- Reply: { flags, open, cause, fails, ws, oa, ou, reo, po, pu } with flags bits
+-- 1 counted, 2 opened, 4 reopened, 8 closed, 16 cleared, 32 quarantined.
+--
+-- Invariants kept (one script run is atomic across every replica):
+--   * at most one counted failure per logical request and deployment (the counted key holds
+--     the dedupe expiry, compared with `now`; its TTL is only garbage collection);
+--   * the circuit opens exactly once when the window's count first exceeds allowedFails;
+--   * an open circuit is never extended by a late failure: only the probe owner's failure
+--     reopens it, with the exponential cooldown computed from the stored reopen count;
+--   * only the probe owner's success closes a half-open circuit.
+local K_CIRCUIT, K_INFLIGHT, K_STATS, K_COUNTED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local attempt, req, now, effect = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local s = {
+  allowed_fails = tonumber(ARGV[5]),
+  cooldown = tonumber(ARGV[6]),
+  window = tonumber(ARGV[7]),
+  max_cooldown = tonumber(ARGV[8]),
+  config_cooldown = tonumber(ARGV[9]),
+}
+local jitter = tonumber(ARGV[10])
+local minute = tonumber(ARGV[15])
+local circuit_grace = tonumber(ARGV[16])
+
+local COUNTED, OPENED, REOPENED, CLOSED, CLEARED, QUARANTINED = 1, 2, 4, 8, 16, 32
+local HEALTH_BUCKETS = 10
+
+-- store.ReopenCooldown: base × 2^n × (1 + jitter/4), capped at MaxCooldown.
+local function reopen_cooldown(cause, n)
+  local base = s.cooldown
+  if cause == CAUSE_CONFIGURATION then base = s.config_cooldown end
+  if base <= 0 then base = 1000000 end
+  local d = base * 2 ^ math.min(n, 30) * (1 + jitter / 4)
+  if s.max_cooldown > 0 and d > s.max_cooldown then return s.max_cooldown end
+  return math.floor(d)
+end
+
+-- reopen: a failed probe (SPEC §5.4). The cooldown base is the cause that opened the
+-- circuit, read before the cause becomes transient, as in store.reopen.
+local function reopen(c)
+  c.reo = c.reo + 1
+  c.oa = now
+  c.ou = now + reopen_cooldown(c.cause, c.reo)
+  c.po, c.pu = '', 0
+  c.cause = CAUSE_TRANSIENT
+  return REOPENED, true
+end
+
+-- store.ApplyFailure. Returns flags and whether c changed.
+local function apply_failure(c, first)
+  local st = circuit_state(c, now)
+  if st == COOLDOWN or st == PROBING then
+    if st == PROBING and c.po == req then return reopen(c) end
+    return 0, false
+  end
+  if st == HALFOPEN then
+    if c.po == req then return reopen(c) end
+    return 0, false
+  end
+  if not first then return 0, false end
+  if c.ws == 0 or not (now < c.ws + s.window) then
+    c.ws = now
+    c.fails = 0
+  end
+  c.fails = c.fails + 1
+  local flags = COUNTED
+  if c.fails > s.allowed_fails and s.cooldown > 0 then
+    c.open, c.cause = 1, CAUSE_TRANSIENT
+    c.oa, c.ou = now, now + s.cooldown
+    c.reo = 0
+    c.po, c.pu = '', 0
+    flags = flags + OPENED
+  end
+  return flags, true
+end
+
+-- store.ApplySuccess.
+local function apply_success(c)
+  local st = circuit_state(c, now)
+  if st == AVAILABLE then
+    local flags = 0
+    if c.fails > 0 or c.ws ~= 0 then flags = CLEARED end
+    local changed = c.fails ~= 0 or c.ws ~= 0
+    c.fails, c.ws = 0, 0
+    return flags, changed
+  end
+  if (st == HALFOPEN or st == PROBING) and c.po == req then
+    for _, name in ipairs(CIRCUIT_FIELDS) do c[name] = 0 end
+    c.po = ''
+    return CLOSED, true
+  end
+  return 0, false
+end
+
+-- store.ApplyConfigurationFailure: quarantine at once, never shortening a longer cooldown.
+local function apply_configuration(c)
+  if s.config_cooldown <= 0 then return 0, false end
+  local untl = now + s.config_cooldown
+  if circuit_state(c, now) == COOLDOWN and c.ou > untl then return 0, false end
+  c.open, c.cause = 1, CAUSE_CONFIGURATION
+  c.oa, c.ou = now, untl
+  c.fails, c.ws = 0, 0
+  c.po, c.pu = '', 0
+  return QUARANTINED, true
+end
+
+-- Health is ten one-minute buckets (SPEC §3.5): field h<i> holds "minute:successes:failures"
+-- for the latest minute m with m % 10 == i (one field per bucket keeps ReadStates' reply
+-- small). A newer minute resets the bucket; a write for an older minute than the bucket holds
+-- belongs outside the window and is dropped.
+local function record_health(success)
+  local field = 'h' .. (minute % HEALTH_BUCKETS)
+  local successes, failures = 0, 0
+  local held = redis.call('HGET', K_STATS, field)
+  if held then
+    local m, hs, hf = string.match(held, '^(-?%d+):(%d+):(%d+)$')
+    if m then
+      m = tonumber(m)
+      if m > minute then return end
+      if m == minute then successes, failures = tonumber(hs), tonumber(hf) end
+    end
+  end
+  if success then successes = successes + 1 else failures = failures + 1 end
+  redis.call('HSET', K_STATS, field, istr(minute) .. ':' .. istr(successes) .. ':' .. istr(failures))
+end
+
+-- store.EWMA with α = 0.2; the first sample is taken as is.
+local function fold_ewma(field, x)
+  local prev = redis.call('HGET', K_STATS, field)
+  local v = x
+  if prev then v = 0.2 * x + 0.8 * tonumber(prev) end
+  redis.call('HSET', K_STATS, field, fstr(v))
+end
+
+redis.call('ZREM', K_INFLIGHT, attempt)
+redis.call('ZREMRANGEBYSCORE', K_INFLIGHT, '-inf', ARGV[3])
+
+local c = load_circuit(K_CIRCUIT)
+local flags, changed = 0, false
+
+if effect == 1 then -- success
+  record_health(true)
+  flags, changed = apply_success(c)
+  fold_ewma('lat', tonumber(ARGV[11]))
+  if ARGV[12] ~= '' then fold_ewma('tp', tonumber(ARGV[12])) end
+  if roll_minute(K_STATS, minute) then
+    local tokens = tonumber(ARGV[13])
+    if tokens > 0 then redis.call('HINCRBY', K_STATS, 'tpm', tokens) end
+  end
+  redis.call('PEXPIRE', K_STATS, ARGV[17])
+elseif effect == 2 then -- transient
+  record_health(false)
+  redis.call('PEXPIRE', K_STATS, ARGV[17])
+  local counted_until = num(redis.call('GET', K_COUNTED))
+  local first = not (counted_until ~= 0 and now < counted_until)
+  flags, changed = apply_failure(c, first)
+  if flags % 2 == COUNTED then
+    local ttl = tonumber(ARGV[14])
+    redis.call('SET', K_COUNTED, istr(now + ttl), 'PX', ms(ttl) + ms(tonumber(ARGV[18])))
+  end
+elseif effect == 5 then -- configuration
+  flags, changed = apply_configuration(c)
+end
+
+if changed then save_circuit(K_CIRCUIT, c, now, s.window, circuit_grace) end
+
+local reply = circuit_reply(c)
+table.insert(reply, 1, flags)
+return reply
