@@ -29,7 +29,9 @@ type Options struct {
 	MasterKey string
 	// Checks are run by /readyz.
 	Checks []func(context.Context) Readiness
-	Logger *slog.Logger
+	// Metrics serves /metrics (Prometheus); nil leaves the path unrouted.
+	Metrics http.Handler
+	Logger  *slog.Logger
 }
 
 // Handler returns the admin HTTP handler.
@@ -57,6 +59,9 @@ func Handler(r *routing.Router, opts Options) http.Handler {
 		}
 		writeJSON(w, status, map[string]any{"ready": ready, "checks": checks})
 	})
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics)
+	}
 	mux.HandleFunc("GET /v1/models/{model}/deployments", func(w http.ResponseWriter, req *http.Request) {
 		if !authorized(req, opts.MasterKey) {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "A valid master key is required.")

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/switchyard-gw/switchyard/admin"
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/store/memstore"
-	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
 
 func TestReadinessReflectsChecks(t *testing.T) {

@@ -1,8 +1,9 @@
 // Command switchyard runs the switchyard LLM routing gateway.
 //
 // Today it loads and validates a configuration, builds the routing core on the embedded
-// in-memory store and serves the operator endpoints (/healthz, /readyz and
-// /v1/models/{model}/deployments). The ext_proc and xDS servers are wired here as they land.
+// in-memory store (or on Redis, shared by many replicas) and serves the operator endpoints
+// (/healthz, /readyz, /metrics and /v1/models/{model}/deployments). The ext_proc and xDS
+// servers are wired here as they land.
 package main
 
 import (
@@ -19,10 +20,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/switchyard-gw/switchyard/admin"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
-	"github.com/switchyard-gw/switchyard/routing/store/memstore"
+	"github.com/switchyard-gw/switchyard/routing/store/redisstore"
 )
 
 func main() {
@@ -42,6 +47,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	configPath := fs.String("config", "", "path of the JSON configuration file (required)")
 	adminAddr := fs.String("admin-listen", "127.0.0.1:8080", "address of the operator HTTP endpoints")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	var sf storeFlags
+	fs.StringVar(&sf.kind, "store", "memory", "routing state and configuration store: memory (one replica) or redis (many replicas)")
+	fs.StringVar(&sf.redisAddrs, "redis-addrs", "", "comma-separated Redis addresses: one for standalone, several for Cluster, the Sentinels with -redis-master-name")
+	fs.StringVar(&sf.masterName, "redis-master-name", "", "Sentinel master name")
+	fs.StringVar(&sf.prefix, "redis-prefix", redisstore.DefaultPrefix, "prefix of every Redis key (one per gateway fleet)")
+	fs.IntVar(&sf.db, "redis-db", 0, "Redis database (standalone and Sentinel only)")
+	overwrite := fs.Bool("config-overwrite", false, "replace the shared store's configuration with -config even when it already holds one")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,24 +74,41 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	st := memstore.New()
-	defer st.Close()
-	if _, err := st.ReplaceConfig(ctx, cfg); err != nil {
-		return fmt.Errorf("seeding the store: %w", err)
-	}
-	live := &config.Live{}
-	if err := live.Reload(ctx, st, validator); err != nil {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	st, err := openStore(sf, getenv("SWITCHYARD_REDIS_PASSWORD"), reg, log)
+	if err != nil {
 		return err
+	}
+	defer st.Close()
+	live := &config.Live{}
+	if err := seed(ctx, st, sf.kind, cfg, *overwrite, log); err != nil {
+		// The shared store is unreachable: start on the file and follow the store when it
+		// answers (the resilient store announces the version on recovery).
+		log.Warn("configuration store unavailable; starting on the configuration file", "err", err)
+	}
+	if err := live.Reload(ctx, st, validator); err != nil {
+		snap, cerr := config.Compile(0, cfg, nil)
+		if cerr != nil {
+			return cerr
+		}
+		log.Warn("loading the configuration from the store failed; routing on the configuration file", "err", err)
+		live.Store(snap)
 	}
 	go live.Follow(ctx, st, validator, log)
 	router := routing.New(live, st, routing.Options{Logger: log})
+	var checks []func(context.Context) admin.Readiness
+	if st.check != nil {
+		checks = append(checks, st.check)
+	}
 
 	masterKey := getenv("SWITCHYARD_MASTER_KEY")
 	if masterKey == "" {
 		log.Warn("SWITCHYARD_MASTER_KEY is not set; authenticated endpoints will refuse every request")
 	}
 	srv := &http.Server{
-		Handler:           admin.Handler(router, admin.Options{MasterKey: masterKey, Logger: log}),
+		Handler: admin.Handler(router, admin.Options{MasterKey: masterKey, Logger: log, Checks: checks,
+			Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	ln, err := net.Listen("tcp", *adminAddr)
@@ -87,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	snap := live.Load()
-	log.Info("switchyard started", "admin", ln.Addr().String(), "store", "memory",
+	log.Info("switchyard started", "admin", ln.Addr().String(), "store", st.name,
 		"config_version", snap.Version, "deployments", len(snap.Deployments), "models", len(snap.Groups),
 		"strategy", snap.Settings.Strategy.String())
 	if ready != nil {
