@@ -11,11 +11,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store/redisstore"
-	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
 
 // These tests run whole routers, each on its own Redis client, the way several switchyard
