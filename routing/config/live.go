@@ -53,6 +53,9 @@ func (l *Live) Reload(ctx context.Context, cs store.ConfigStore, v *Validator) e
 // Follow keeps l in step with the store until ctx is done: it reloads on every version the
 // store announces. Errors are logged and the previous snapshot stays in force.
 func (l *Live) Follow(ctx context.Context, cs store.ConfigStore, v *Validator, log *slog.Logger) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	for range cs.WatchConfig(ctx) {
 		if err := l.Reload(ctx, cs, v); err != nil && ctx.Err() == nil {
 			log.Warn("configuration reload failed; keeping the current configuration", "err", err)
