@@ -124,8 +124,8 @@ func compileDeployment(src *configv1.Deployment, apiKey string) *Deployment {
 		if !ok {
 			continue
 		}
-		d.Overrides[o][ModeJSON] = overrideFromProto(op.GetJson())
-		d.Overrides[o][ModeStream] = overrideFromProto(op.GetStream())
+		d.Overrides[o][ModeJSON] = Override(policyFromProto(op.GetJson()))
+		d.Overrides[o][ModeStream] = Override(policyFromProto(op.GetStream()))
 	}
 	d.Source = proto.CloneOf(src)
 	d.Source.ApiKey = ""

@@ -43,22 +43,9 @@ func policyFromProto(ep *configv1.ExecutionPolicy) Policy {
 	}
 }
 
-// Override is a deployment's lowering of a policy (SPEC §6.3); zero fields inherit.
-type Override struct {
-	Response    time.Duration
-	Idle        time.Duration
-	Total       time.Duration
-	MaxAttempts int // most attempts on this deployment within one request
-}
-
-func overrideFromProto(ep *configv1.ExecutionPolicy) Override {
-	return Override{
-		Response:    ms(ep.GetResponseMs()),
-		Idle:        ms(ep.GetIdleMs()),
-		Total:       ms(ep.GetTotalMs()),
-		MaxAttempts: int(ep.GetMaxAttempts()),
-	}
-}
+// Override is a deployment's lowering of a policy (SPEC §6.3): zero fields inherit, and
+// MaxAttempts is the most attempts on that deployment within one request.
+type Override Policy
 
 // Apply returns p lowered by o. Overrides only lower (validation guarantees it; Apply takes
 // the minimum anyway, so a stale override can never raise a global value).
