@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim/stream"
+)
+
+// hcmConfig is a compiled HttpConnectionManager
+// (source/common/http/conn_manager_impl.cc, conn_manager_config.h).
+type hcmConfig struct {
+	s                 *Sim
+	listener          string
+	filters           []*httpFilter
+	router            *routerConfig
+	routes            atomic.Pointer[routeTable]
+	rdsName           string
+	generateRequestID bool
+	serverName        string
+	bufferLimit       int
+}
+
+// buildHCM compiles the HCM (HttpConnectionManagerConfig): defaults
+// generate_request_id true and server_name "envoy".
+func (s *Sim) buildHCM(pb *hcmv3.HttpConnectionManager, listener string, bufferLimit int) (*hcmConfig, error) {
+	h := &hcmConfig{s: s, listener: listener, generateRequestID: true, serverName: "envoy", bufferLimit: bufferLimit}
+	switch pb.GetCodecType() {
+	case hcmv3.HttpConnectionManager_AUTO, hcmv3.HttpConnectionManager_HTTP1, hcmv3.HttpConnectionManager_HTTP2:
+	default:
+		return nil, fmt.Errorf("codec_type %s is not supported by envoysim", pb.GetCodecType())
+	}
+	if pb.GetUseRemoteAddress().GetValue() {
+		return nil, errors.New("use_remote_address: true is not supported by envoysim (edge header sanitisation is not implemented)")
+	}
+	if v := pb.GetGenerateRequestId(); v != nil {
+		h.generateRequestID = v.GetValue()
+	}
+	if pb.GetServerName() != "" {
+		h.serverName = pb.GetServerName()
+	}
+	switch rs := pb.GetRouteSpecifier().(type) {
+	case *hcmv3.HttpConnectionManager_RouteConfig:
+		rt, err := compileRouteTable(rs.RouteConfig)
+		if err != nil {
+			return nil, fmt.Errorf("route_config: %w", err)
+		}
+		h.routes.Store(rt)
+	case *hcmv3.HttpConnectionManager_Rds:
+		if rs.Rds.GetConfigSource().GetAds() == nil {
+			return nil, errors.New("rds.config_source: only ads {} is supported by envoysim")
+		}
+		if s.bs.GetDynamicResources().GetAdsConfig() == nil {
+			return nil, errors.New("rds uses ADS but dynamic_resources.ads_config is not set")
+		}
+		h.rdsName = rs.Rds.GetRouteConfigName()
+		s.rds = append(s.rds, h)
+	default:
+		return nil, fmt.Errorf("route specifier %T is not supported by envoysim", rs)
+	}
+	var err error
+	if h.filters, err = s.compileHTTPFilters(pb.GetHttpFilters(), false); err != nil {
+		return nil, err
+	}
+	if err := s.checkFilterClusters(h.filters); err != nil {
+		return nil, err
+	}
+	if h.router, err = s.compileRouter(pb.GetHttpFilters()); err != nil {
+		return nil, err
+	}
+	if err := s.checkFilterClusters(h.router.upstreamFilters); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Hop-by-hop headers the codecs never pass on (HeaderUtility / the HTTP/1 and HTTP/2
+// codecs strip connection-specific headers).
+var hopByHop = map[string]bool{
+	"connection": true, "keep-alive": true, "proxy-connection": true,
+	"transfer-encoding": true, "upgrade": true, "http2-settings": true,
+}
+
+// requestHeaders builds Envoy's request header map from a Go request: pseudo-headers
+// first, lower-cased names (Go loses the client's order, so names are sorted), then
+// the HCM's own additions (ConnectionManagerUtility::mutateRequestHeaders):
+// x-request-id when absent (generate_request_id) and x-forwarded-proto.
+func (h *hcmConfig) requestHeaders(r *http.Request) *stream.Headers {
+	hd := stream.NewHeaders(
+		":authority", r.Host,
+		":path", r.RequestURI,
+		":method", r.Method,
+		":scheme", "http",
+	)
+	if r.ProtoMajor == 1 {
+		// For HTTP/1 :scheme comes from x-forwarded-proto when valid.
+		if xfp := strings.ToLower(r.Header.Get("X-Forwarded-Proto")); xfp == "http" || xfp == "https" {
+			hd.Set(":scheme", xfp)
+		}
+	}
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		lk := strings.ToLower(k)
+		if hopByHop[lk] || lk == "host" {
+			continue
+		}
+		if lk == "expect" && strings.EqualFold(strings.Join(r.Header[k], ""), "100-continue") {
+			// proxy_100_continue is false: the HCM answers 100-continue itself and
+			// removes the header (ActiveStream::decodeHeaders).
+			continue
+		}
+		if lk == "te" {
+			// Only "te: trailers" survives (HeaderUtility::removeConnectionHeaders).
+			for _, v := range r.Header[k] {
+				if strings.EqualFold(strings.TrimSpace(v), "trailers") {
+					hd.Add("te", "trailers")
+				}
+			}
+			continue
+		}
+		for _, v := range r.Header[k] {
+			hd.Add(lk, v)
+		}
+	}
+	if !hd.Has("x-forwarded-proto") {
+		hd.Set("x-forwarded-proto", "http")
+	}
+	if h.generateRequestID && !hd.Has("x-request-id") {
+		hd.Set("x-request-id", uuid4())
+	}
+	return hd
+}
+
+func uuid4() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// ServeHTTP is one downstream request: Envoy's ActiveStream plus its internal
+// redirect re-entries (ConnectionManagerImpl::ActiveStream::recreateStream).
+func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.s.ctx, cancel)
+	defer stop()
+
+	headers := h.requestHeaders(r)
+	noBody := r.Body == nil || r.Body == http.NoBody
+	req := &requestState{}
+	out := &downstreamWriter{w: w, rc: rc, serverName: h.serverName}
+	st := h.newStream(ctx, headers, req)
+	st.chain.In.Push(stream.HeadersFrame(headers, noBody))
+	if !noBody {
+		go pumpBody(r.Body, r.ContentLength, st.chain.In)
+	}
+	for {
+		res := st.run(out)
+		h.s.logAccess(h, st, res, out)
+		switch {
+		case res.redirect != nil:
+			// A new stream through the whole filter chain, built from the headers as
+			// shipped to the previous upstream, with the buffered body replayed.
+			st = h.newStream(ctx, res.redirect.headers, req)
+			st.internallyCreated = true
+			hasBody := len(res.redirect.body) > 0
+			st.chain.In.Push(stream.HeadersFrame(res.redirect.headers, !hasBody))
+			if hasBody {
+				st.chain.In.Push(stream.DataFrame(res.redirect.body, true))
+			}
+		case res.reset:
+			// After response headers went out a local reply becomes a stream reset
+			// (RST_STREAM on HTTP/2; the connection is closed on HTTP/1).
+			panic(http.ErrAbortHandler)
+		default:
+			return
+		}
+	}
+}
+
+// pumpBody feeds the request body into the first pass. When the length is known the
+// last chunk carries end_stream, as Envoy's codecs deliver it.
+func pumpBody(body io.ReadCloser, length int64, q *stream.Queue[stream.Frame]) {
+	buf := make([]byte, 32*1024)
+	remaining := length
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			chunk := append([]byte(nil), buf[:n]...)
+			if remaining > 0 {
+				remaining -= int64(n)
+				if remaining <= 0 {
+					q.Push(stream.DataFrame(chunk, true))
+					return
+				}
+			}
+			q.Push(stream.DataFrame(chunk, false))
+		}
+		if errors.Is(err, io.EOF) {
+			q.Push(stream.DataFrame(nil, true))
+			return
+		}
+		if err != nil {
+			return // downstream reset: the request context is cancelled
+		}
+	}
+}
+
+// requestState is filter state with LifeSpan::Request: it survives internal redirects
+// (the num_internal_redirects counter of router.cc).
+type requestState struct {
+	numInternalRedirects int
+}
+
+type redirect struct {
+	headers *stream.Headers
+	body    []byte
+}
+
+type passResult struct {
+	redirect   *redirect
+	reset      bool
+	clientGone bool
+}
