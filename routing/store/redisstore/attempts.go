@@ -15,9 +15,9 @@ func (s *Store) StartAttempt(ctx context.Context, a store.AttemptStart) error {
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()
 	err := s.scripts.start.Run(ctx, s.rdb,
-		[]string{s.keys.inflight(a.DeploymentID), s.keys.stats(a.DeploymentID)},
+		[]string{s.keys.inflight(a.DeploymentID), s.keys.state(a.DeploymentID)},
 		a.AttemptID, micros(a.Now), micros(a.Expires), store.MinuteOf(a.Now),
-		statsTTL.Milliseconds(), durMicros(inflightGrace),
+		stateTTL.Milliseconds(), durMicros(inflightGrace),
 	).Err()
 	if err != nil {
 		return unavailable("start attempt", err)
@@ -48,8 +48,8 @@ func (s *Store) FinishAttempt(ctx context.Context, f store.AttemptFinish) (store
 	calls[0] = scriptCall{
 		script: s.scripts.finish,
 		keys: []string{
-			s.keys.circuit(f.DeploymentID), s.keys.inflight(f.DeploymentID),
-			s.keys.stats(f.DeploymentID), s.keys.counted(f.DeploymentID, f.RequestID),
+			s.keys.state(f.DeploymentID), s.keys.inflight(f.DeploymentID),
+			s.keys.counted(f.DeploymentID, f.RequestID),
 		},
 		args: []any{
 			f.AttemptID, f.RequestID, micros(f.Now), int(f.Effect),
@@ -57,7 +57,7 @@ func (s *Store) FinishAttempt(ctx context.Context, f store.AttemptFinish) (store
 			durMicros(cs.MaxCooldown), durMicros(cs.ConfigurationCooldown),
 			formatFloat(clampJitter(f.Jitter)), latency, throughput, max(f.TotalTokens, 0),
 			durMicros(dedupe), store.MinuteOf(f.Now),
-			durMicros(circuitGrace), statsTTL.Milliseconds(), durMicros(dedupeGrace),
+			durMicros(circuitGrace), stateTTL.Milliseconds(), durMicros(dedupeGrace),
 		},
 	}
 	if f.Effect == store.EffectThrottle || f.Effect == store.EffectQuota {
@@ -105,20 +105,30 @@ func (s *Store) AcquireProbe(ctx context.Context, deploymentID, requestID string
 	defer cancel()
 	// The failure window only feeds the key's TTL; the circuit's own window end is already
 	// covered by the grace period unless the window is longer than a day.
-	n, err := s.scripts.probe.Run(ctx, s.rdb, []string{s.keys.circuit(deploymentID)},
-		requestID, micros(now), durMicros(ttl), int64(0), durMicros(circuitGrace)).Int64()
+	n, err := s.scripts.probe.Run(ctx, s.rdb, []string{s.keys.state(deploymentID)},
+		requestID, micros(now), durMicros(ttl), int64(0), durMicros(circuitGrace), stateTTL.Milliseconds()).Int64()
 	if err != nil {
 		return false, unavailable("acquire probe", err)
 	}
 	return n == 1, nil
 }
 
-// release names an in-flight entry to remove.
-type release struct{ deploymentID, attemptID string }
+// release names an in-flight entry to remove, and when its attempt ended.
+type release struct {
+	deploymentID, attemptID string
+	now                     time.Time
+}
 
-// releaseAttempts removes in-flight entries in one pipeline: Resilient replays the releases
-// that failed while Redis was unreachable, so no entry waits for its expiry. A batch may be
-// large, so it gets the configuration timeout; a single release the operation timeout.
+// releaseBatch bounds the attempt ids of one release.lua call (they are unpacked onto the
+// Lua stack).
+const releaseBatch = 256
+
+// releaseAttempts removes in-flight entries with lua/release.lua, which keeps each state
+// record's in-flight summary in step with its set: Resilient replays the releases that failed
+// while Redis was unreachable, so no entry waits for its expiry. Releases are grouped into one
+// script call per deployment (and releaseBatch ids), all in one pipeline, so replaying a long
+// outage costs a few calls per deployment rather than one per attempt. A batch may be large,
+// so it gets the configuration timeout; a single release the operation timeout.
 func (s *Store) releaseAttempts(ctx context.Context, rs []release) error {
 	if len(rs) == 0 {
 		return nil
@@ -129,11 +139,27 @@ func (s *Store) releaseAttempts(ctx context.Context, rs []release) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	pipe := s.rdb.Pipeline()
+	var calls []scriptCall
+	open := make(map[string]int) // deployment → its call still taking ids
 	for _, r := range rs {
-		pipe.ZRem(ctx, s.keys.inflight(r.deploymentID), r.attemptID)
+		i, ok := open[r.deploymentID]
+		if !ok || len(calls[i].args) >= 2+releaseBatch {
+			i = len(calls)
+			open[r.deploymentID] = i
+			calls = append(calls, scriptCall{
+				script: s.scripts.release,
+				keys:   []string{s.keys.inflight(r.deploymentID), s.keys.state(r.deploymentID)},
+				args:   []any{int64(0), stateTTL.Milliseconds()},
+			})
+		}
+		c := &calls[i]
+		// Prune with the latest end among the batch: later ends prune at least as much.
+		if us := micros(r.now); us > c.args[0].(int64) {
+			c.args[0] = us
+		}
+		c.args = append(c.args, r.attemptID)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := runScripts(ctx, s.rdb, calls); err != nil {
 		return unavailable("replay releases", err)
 	}
 	return nil

@@ -19,6 +19,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformancePipelinedReads runs the suite with the read path of a Cluster client
+// (pipelined GETs instead of one MGET), which a single-node test server would not select.
+func TestConformancePipelinedReads(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func() store.Store {
+		addr, prefix := shared(t)
+		return func() store.Store { return newStore(t, addr, prefix, redisstore.WithPipelinedReads()) }
+	})
+}
+
 // TestConformanceResilient runs the suite through the degradation wrapper with Redis up:
 // wrapping must not change a single transition.
 func TestConformanceResilient(t *testing.T) {

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // keyspace builds every key and channel name the store uses. The hash tag ({…}) decides the
@@ -16,16 +18,23 @@ type keyspace struct {
 	prefix string // e.g. "sy:"; never contains a brace (it would move the hash tag)
 }
 
-func (k keyspace) circuit(dep string) string  { return k.prefix + "{d:" + dep + "}:circuit" }
+// state is a deployment's state record: circuit, metrics and in-flight summary packed in one
+// string (lua/common.lua), so a routing read is one bulk reply per deployment.
+func (k keyspace) state(dep string) string { return k.prefix + "{d:" + dep + "}:state" }
+
+// inflight is the sorted set of a deployment's attempts in flight, the source of truth the
+// state record's in-flight summary is computed from.
 func (k keyspace) inflight(dep string) string { return k.prefix + "{d:" + dep + "}:inflight" }
-func (k keyspace) stats(dep string) string    { return k.prefix + "{d:" + dep + "}:stats" }
 
 // counted marks that request already counted a transient failure on dep (SPEC §5.3).
 func (k keyspace) counted(dep, request string) string {
 	return k.prefix + "{d:" + dep + "}:counted:" + request
 }
 
-func (k keyspace) capacity(domain string) string { return k.prefix + "{fd:" + domain + "}:capacity" }
+// capacity is a failure domain's capacity circuit, a string "until|quota". (It is named "cap"
+// rather than "capacity" because the previous layout kept a hash under that name: a replica
+// of either layout would fail with WRONGTYPE on the other's key.)
+func (k keyspace) capacity(domain string) string { return k.prefix + "{fd:" + domain + "}:cap" }
 
 func (k keyspace) configVersion() string     { return k.prefix + "{cfg}:version" }
 func (k keyspace) configSettings() string    { return k.prefix + "{cfg}:settings" }
@@ -46,3 +55,29 @@ func chainField(publicModel, reason string) string {
 
 // validPrefix reports whether p can prefix keys without breaking hash tags.
 func validPrefix(p string) bool { return !strings.ContainsAny(p, "{}") }
+
+// maxCachedKeys bounds a keyCache. Deployment ids and failure domains come from the
+// configuration, so a fleet's working set is far below it; past it keys are built per call.
+const maxCachedKeys = 4096
+
+// keyCache memoises a key per deployment id or failure domain, boxed as the `any` a command
+// argument is, so the routing read path builds and boxes no strings. Reads are lock-free
+// (sync.Map suits a set written once per id and then only read).
+type keyCache struct {
+	build func(string) string
+	m     sync.Map // id → key (string in an any)
+	n     atomic.Int32
+}
+
+func (c *keyCache) get(id string) any {
+	if k, ok := c.m.Load(id); ok {
+		return k
+	}
+	k := any(c.build(id))
+	if c.n.Load() < maxCachedKeys {
+		if _, loaded := c.m.LoadOrStore(id, k); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return k
+}

@@ -119,7 +119,7 @@ func TestEveryKeyHasATTL(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"circuit", "inflight", "stats", "counted", "capacity",
+	for _, kind := range []string{"state", "inflight", "counted", "cap",
 		"cfg:version", "cfg:settings", "cfg:deployments", "cfg:secrets", "cfg:chains", "cfg:policies"} {
 		if !seen[kind] {
 			t.Errorf("the workload wrote no %q key; the check does not cover it (seen %v)", kind, seen)
@@ -163,5 +163,28 @@ func TestNewRejectsBracesInPrefix(t *testing.T) {
 	defer c.Close()
 	if _, err := redisstore.New(c, redisstore.WithPrefix("a{b}:")); err == nil {
 		t.Fatal("prefix with braces accepted")
+	}
+}
+
+// TestProbeOwnerMayContainSeparator: the probe owner is free text and the last field of the
+// state record, so a request id containing the record's separator reads back intact.
+func TestProbeOwnerMayContainSeparator(t *testing.T) {
+	addr, prefix := shared(t)
+	s := newStore(t, addr, prefix)
+	t.Cleanup(func() { _ = s.Close() })
+	cs := defaults()
+	cs.AllowedFails = 0
+	mustFinish(t, s, store.AttemptFinish{DeploymentID: "d", RequestID: "opener", Now: t0, Effect: store.EffectTransient, Settings: cs})
+	const owner = "req|with|pipes||"
+	half := t0.Add(cs.Cooldown)
+	if ok, err := s.AcquireProbe(t.Context(), "d", owner, half, cs.HalfOpenProbe); err != nil || !ok {
+		t.Fatalf("AcquireProbe: %v %v", ok, err)
+	}
+	c := readOne(t, s, "d", "", half).Circuit
+	if c.ProbeOwner != owner || c.State(half) != store.StateProbing || !c.ProbeUntil.Equal(half.Add(cs.HalfOpenProbe)) {
+		t.Fatalf("circuit read back: %+v", c)
+	}
+	if tr := mustFinish(t, s, store.AttemptFinish{DeploymentID: "d", RequestID: owner, Now: half, Effect: store.EffectSuccess, Settings: cs, Latency: time.Second}); !tr.Closed {
+		t.Fatalf("the owner's success did not close the circuit: %+v", tr)
 	}
 }

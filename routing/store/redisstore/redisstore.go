@@ -21,6 +21,14 @@ type Store struct {
 	scripts scripts
 	opts    options
 
+	// The routing read path (states.go) reuses its buffers and key strings.
+	stateArgs, capacityArgs keyCache
+	reads                   sync.Pool // *readScratch
+	pipes                   sync.Pool // redis.Pipeliner, reusable once Exec returned
+	// mget: every candidate is read with one MGET. Only a single-node client (standalone or
+	// Sentinel) can: on a Cluster the keys span slots, so the read is a pipeline of GETs.
+	mget bool
+
 	watchers  store.Broadcaster
 	watchOnce sync.Once
 	bg        context.Context // cancelled by Close: stops the config watcher
@@ -41,6 +49,7 @@ type options struct {
 	pollInterval time.Duration
 	logger       *slog.Logger
 	publish      bool
+	pipelined    bool // read with pipelined GETs even where MGET works (tests)
 }
 
 // Default values of the options.
@@ -57,9 +66,10 @@ const (
 	// circuitGrace: a circuit record outlives its last relevant timestamp by a day, so a
 	// half-open circuit nobody probes is forgotten (read as closed) only after a long silence.
 	circuitGrace = 24 * time.Hour
-	// statsTTL: metrics of a deployment without any attempt for a day are dropped; its health
-	// window and minute counters are long over by then, only the EWMAs are lost.
-	statsTTL = 24 * time.Hour
+	// stateTTL: every write keeps a deployment's state record at least a day (and never
+	// shortens it): metrics of a deployment without any attempt for a day are dropped; its
+	// health window and minute counters are long over by then, only the EWMAs are lost.
+	stateTTL = 24 * time.Hour
 	// inflightGrace: the in-flight set outlives its latest entry's expiry by a minute. Entries
 	// stop counting at their own expiry; this only removes the empty shell.
 	inflightGrace = time.Minute
@@ -117,7 +127,14 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &Store{rdb: rdb, keys: keyspace{prefix: o.prefix}, scripts: sc, opts: o, bg: bg, stop: stop}, nil
+	s := &Store{rdb: rdb, keys: keyspace{prefix: o.prefix}, scripts: sc, opts: o, bg: bg, stop: stop}
+	s.stateArgs.build = s.keys.state
+	s.capacityArgs.build = s.keys.capacity
+	s.reads.New = func() any { return new(readScratch) }
+	s.pipes.New = func() any { return rdb.Pipeline() }
+	_, single := rdb.(*redis.Client)
+	s.mget = single && !o.pipelined
+	return s, nil
 }
 
 // NewClient returns a UniversalClient for o with the bounds a routing store needs filled in

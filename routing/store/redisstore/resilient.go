@@ -237,7 +237,7 @@ func (r *Resilient) FinishAttempt(ctx context.Context, f store.AttemptFinish) (s
 	r.servedLocally(opFinishAttempt)
 	t, err := r.local.FinishAttempt(ctx, f)
 	if !isLocal || la.maybeRemote {
-		r.queueRelease(ctx, release{deploymentID: f.DeploymentID, attemptID: f.AttemptID})
+		r.queueRelease(ctx, release{deploymentID: f.DeploymentID, attemptID: f.AttemptID, now: f.Now})
 	}
 	return t, err
 }

@@ -15,8 +15,8 @@ var luaFS embed.FS
 // prelude followed by its body, so a script is self-contained on the server (Redis caches
 // scripts by SHA1, and EVALSHA cannot include another script).
 type scripts struct {
-	start, finish, probe, capacity         *luaScript
-	configPut, configDelete, configReplace *luaScript
+	start, finish, probe, capacity, release *luaScript
+	configPut, configDelete, configReplace  *luaScript
 }
 
 // luaScript keeps the source beside the go-redis Script, for the EVAL fallback in pipelines.
@@ -43,6 +43,7 @@ func loadScripts() (scripts, error) {
 		finish:        newScript(common + read("finish.lua")),
 		probe:         newScript(common + read("probe.lua")),
 		capacity:      newScript(common + read("capacity.lua")),
+		release:       newScript(common + read("release.lua")),
 		configPut:     newScript(configCommon + read("config_put.lua")),
 		configDelete:  newScript(configCommon + read("config_delete.lua")),
 		configReplace: newScript(configCommon + read("config_replace.lua")),

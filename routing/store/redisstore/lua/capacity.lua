@@ -1,7 +1,8 @@
 -- The capacity circuit of one failure domain (SPEC §4.3, §5.7), exactly store.ApplyCapacity:
 -- open or extend it until now + d; never shorten it; a quota outage marks it Quota.
 --
--- KEYS[1] capacity hash {until (µs), quota (0|1)}
+-- KEYS[1] capacity: a string "until|quota" (µs, 0|1), so ReadStates reads it with the
+--         deployments' records in one GET/MGET
 -- ARGV[1] now (µs)   ARGV[2] d (µs): max(throttleCooldown, Retry-After), or
 --         configurationCooldown for an exhausted quota   ARGV[3] quota (0|1)   ARGV[4] grace (µs)
 --
@@ -12,8 +13,12 @@
 local key = KEYS[1]
 local now, d, quota = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 
-local f = redis.call('HMGET', key, 'until', 'quota')
-local untl, stored_quota = num(f[1]), f[2] == '1'
+local untl, stored_quota = 0, false
+local v = redis.call('GET', key)
+if v then
+  local u, q = string.match(v, '^(%d*)|(%d*)$')
+  untl, stored_quota = num(u), q == '1'
+end
 local limited = now < untl
 local changed = false
 local new_until = now + d
@@ -28,7 +33,7 @@ else
   changed = true
 end
 if changed then
-  redis.call('HSET', key, 'until', istr(untl), 'quota', stored_quota and '1' or '0')
-  redis.call('PEXPIRE', key, ms(untl - now) + ms(tonumber(ARGV[4])))
+  redis.call('SET', key, istr(untl) .. '|' .. (stored_quota and '1' or '0'),
+    'PX', istr(ms(untl - now) + ms(tonumber(ARGV[4]))))
 end
 return { changed and 1 or 0, untl, stored_quota and 1 or 0 }

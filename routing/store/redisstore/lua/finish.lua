@@ -4,7 +4,7 @@
 -- updates of memstore (SPEC §3, §5). A throttle's effect on the failure domain is
 -- capacity.lua, sent in the same pipeline: the domain lives on another slot.
 --
--- KEYS[1] circuit   KEYS[2] inflight   KEYS[3] stats   KEYS[4] counted:<request>
+-- KEYS[1] state   KEYS[2] inflight   KEYS[3] counted:<request>
 -- ARGV[1]  attempt id          ARGV[2]  request id        ARGV[3]  now (µs)
 -- ARGV[4]  effect (store.Effect: 0 neutral, 1 success, 2 transient, 3 throttle, 4 quota,
 --          5 configuration)
@@ -13,7 +13,7 @@
 -- ARGV[10] jitter in [0,1]     ARGV[11] latency (s, '' on failures)
 -- ARGV[12] throughput (tokens/s, '' when unknown)   ARGV[13] total tokens
 -- ARGV[14] dedupe TTL (µs)     ARGV[15] minute (Unix minutes)
--- ARGV[16] circuit grace (µs)  ARGV[17] stats TTL (ms)    ARGV[18] dedupe grace (µs)
+-- ARGV[16] circuit grace (µs)  ARGV[17] state TTL (ms)    ARGV[18] dedupe grace (µs)
 --
 -- Reply: { flags, open, cause, fails, ws, oa, ou, reo, po, pu } with flags bits
 -- 1 counted, 2 opened, 4 reopened, 8 closed, 16 cleared, 32 quarantined.
@@ -24,8 +24,9 @@
 --   * the circuit opens exactly once when the window's count first exceeds allowedFails;
 --   * an open circuit is never extended by a late failure: only the probe owner's failure
 --     reopens it, with the exponential cooldown computed from the stored reopen count;
---   * only the probe owner's success closes a half-open circuit.
-local K_CIRCUIT, K_INFLIGHT, K_STATS, K_COUNTED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--   * only the probe owner's success closes a half-open circuit;
+--   * the in-flight summary is recomputed from the set after the release and the prune.
+local K_STATE, K_INFLIGHT, K_COUNTED = KEYS[1], KEYS[2], KEYS[3]
 local attempt, req, now, effect = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local s = {
   allowed_fails = tonumber(ARGV[5]),
@@ -39,7 +40,6 @@ local minute = tonumber(ARGV[15])
 local circuit_grace = tonumber(ARGV[16])
 
 local COUNTED, OPENED, REOPENED, CLOSED, CLEARED, QUARANTINED = 1, 2, 4, 8, 16, 32
-local HEALTH_BUCKETS = 10
 
 -- store.ReopenCooldown: base × 2^n × (1 + jitter/4), capped at MaxCooldown.
 local function reopen_cooldown(cause, n)
@@ -101,7 +101,7 @@ local function apply_success(c)
     return flags, changed
   end
   if (st == HALFOPEN or st == PROBING) and c.po == req then
-    for _, name in ipairs(CIRCUIT_FIELDS) do c[name] = 0 end
+    c.open, c.cause, c.fails, c.ws, c.oa, c.ou, c.reo, c.pu = 0, 0, 0, 0, 0, 0, 0, 0
     c.po = ''
     return CLOSED, true
   end
@@ -120,65 +120,80 @@ local function apply_configuration(c)
   return QUARANTINED, true
 end
 
--- Health is ten one-minute buckets (SPEC §3.5): field h<i> holds "minute:successes:failures"
--- for the latest minute m with m % 10 == i (one field per bucket keeps ReadStates' reply
--- small). A newer minute resets the bucket; a write for an older minute than the bucket holds
--- belongs outside the window and is dropped.
-local function record_health(success)
-  local field = 'h' .. (minute % HEALTH_BUCKETS)
-  local successes, failures = 0, 0
-  local held = redis.call('HGET', K_STATS, field)
-  if held then
-    local m, hs, hf = string.match(held, '^(-?%d+):(%d+):(%d+)$')
-    if m then
-      m = tonumber(m)
-      if m > minute then return end
-      if m == minute then successes, failures = tonumber(hs), tonumber(hf) end
+-- Health is ten one-minute buckets (SPEC §3.5): slot minute % 10 of st.h holds
+-- "minute:successes:failures" for the latest minute written there. A newer minute resets the
+-- slot; a write for an older minute than the slot holds belongs outside the window and is
+-- dropped.
+local function record_health(st, success)
+  local slots, pos = {}, 1
+  for i = 1, HEALTH_BUCKETS do
+    local j = string.find(st.h, ',', pos, true)
+    if j then
+      slots[i] = string.sub(st.h, pos, j - 1)
+      pos = j + 1
+    else
+      slots[i] = string.sub(st.h, pos)
+      pos = #st.h + 2
     end
   end
+  local i = minute % HEALTH_BUCKETS + 1
+  local successes, failures = 0, 0
+  local m, hs, hf = string.match(slots[i], '^(-?%d+):(%d+):(%d+)$')
+  if m then
+    m = tonumber(m)
+    if m > minute then return end
+    if m == minute then successes, failures = tonumber(hs), tonumber(hf) end
+  end
   if success then successes = successes + 1 else failures = failures + 1 end
-  redis.call('HSET', K_STATS, field, istr(minute) .. ':' .. istr(successes) .. ':' .. istr(failures))
+  slots[i] = istr(minute) .. ':' .. istr(successes) .. ':' .. istr(failures)
+  st.h = table.concat(slots, ',')
 end
 
 -- store.EWMA with α = 0.2; the first sample is taken as is.
-local function fold_ewma(field, x)
-  local prev = redis.call('HGET', K_STATS, field)
-  local v = x
-  if prev then v = 0.2 * x + 0.8 * tonumber(prev) end
-  redis.call('HSET', K_STATS, field, fstr(v))
+local function fold_ewma(prev, x)
+  if prev == '' then return fstr(x) end
+  return fstr(0.2 * x + 0.8 * tonumber(prev))
 end
 
+local st = load_state(K_STATE)
+local c = st.c
+local inf, infx = st.inf, st.infx
 redis.call('ZREM', K_INFLIGHT, attempt)
-redis.call('ZREMRANGEBYSCORE', K_INFLIGHT, '-inf', ARGV[3])
-
-local c = load_circuit(K_CIRCUIT)
+prune(K_INFLIGHT, now)
+summarize(K_INFLIGHT, st)
+local dirty = st.inf ~= inf or st.infx ~= infx
+local ttl = tonumber(ARGV[17])
 local flags, changed = 0, false
 
 if effect == 1 then -- success
-  record_health(true)
+  record_health(st, true)
   flags, changed = apply_success(c)
-  fold_ewma('lat', tonumber(ARGV[11]))
-  if ARGV[12] ~= '' then fold_ewma('tp', tonumber(ARGV[12])) end
-  if roll_minute(K_STATS, minute) then
+  st.lat = fold_ewma(st.lat, tonumber(ARGV[11]))
+  if ARGV[12] ~= '' then st.tp = fold_ewma(st.tp, tonumber(ARGV[12])) end
+  if roll_minute(st, minute) then
     local tokens = tonumber(ARGV[13])
-    if tokens > 0 then redis.call('HINCRBY', K_STATS, 'tpm', tokens) end
+    if tokens > 0 then st.tpm = st.tpm + tokens end
   end
-  redis.call('PEXPIRE', K_STATS, ARGV[17])
+  dirty = true
 elseif effect == 2 then -- transient
-  record_health(false)
-  redis.call('PEXPIRE', K_STATS, ARGV[17])
+  record_health(st, false)
   local counted_until = num(redis.call('GET', K_COUNTED))
   local first = not (counted_until ~= 0 and now < counted_until)
   flags, changed = apply_failure(c, first)
   if flags % 2 == COUNTED then
-    local ttl = tonumber(ARGV[14])
-    redis.call('SET', K_COUNTED, istr(now + ttl), 'PX', ms(ttl) + ms(tonumber(ARGV[18])))
+    local dedupe = tonumber(ARGV[14])
+    redis.call('SET', K_COUNTED, istr(now + dedupe), 'PX', istr(ms(dedupe) + ms(tonumber(ARGV[18]))))
   end
+  dirty = true
 elseif effect == 5 then -- configuration
   flags, changed = apply_configuration(c)
 end
 
-if changed then save_circuit(K_CIRCUIT, c, now, s.window, circuit_grace) end
+if changed then
+  dirty = true
+  ttl = math.max(ttl, circuit_ttl(c, now, s.window, circuit_grace))
+end
+if dirty then save_state(K_STATE, st, ttl) end
 
 local reply = circuit_reply(c)
 table.insert(reply, 1, flags)
