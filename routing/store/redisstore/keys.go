@@ -31,9 +31,7 @@ func (k keyspace) counted(dep, request string) string {
 	return k.prefix + "{d:" + dep + "}:counted:" + request
 }
 
-// capacity is a failure domain's capacity circuit, a string "until|quota". (It is named "cap"
-// rather than "capacity" because the previous layout kept a hash under that name: a replica
-// of either layout would fail with WRONGTYPE on the other's key.)
+// capacity is a failure domain's capacity circuit, a string "until|quota".
 func (k keyspace) capacity(domain string) string { return k.prefix + "{fd:" + domain + "}:cap" }
 
 func (k keyspace) configVersion() string     { return k.prefix + "{cfg}:version" }
