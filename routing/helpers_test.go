@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -18,24 +19,8 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/store/memstore"
 )
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Date(2030, 5, 6, 7, 8, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2030, 5, 6, 7, 8, 0, 0, time.UTC))
 }
 
 // seededRand is a deterministic, goroutine-safe Rand.
@@ -77,7 +62,7 @@ type env struct {
 	t      testing.TB
 	router *routing.Router
 	store  *memstore.Store
-	clock  *fakeClock
+	clock  *fakeclock.Clock
 	live   *config.Live
 	seq    int
 }

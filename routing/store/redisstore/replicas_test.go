@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/store"
 	"github.com/switchyard-gw/switchyard/routing/store/redisstore"
+	"github.com/switchyard-gw/switchyard/routing/store/storetest"
 )
 
 // Multi-replica behaviour beyond the conformance suite: many gateway replicas, each with its
@@ -48,20 +48,7 @@ func replicas(t *testing.T, n int, opts ...redisstore.Option) []*redisstore.Stor
 }
 
 // concurrently runs fn(i) for i in [0,nCallers), all released at once.
-func concurrently(fn func(i int)) {
-	var wg sync.WaitGroup
-	gate := make(chan struct{})
-	for i := range nCallers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			fn(i)
-		}()
-	}
-	close(gate)
-	wg.Wait()
-}
+func concurrently(fn func(i int)) { storetest.Concurrently(nCallers, fn) }
 
 func mustFinish(t *testing.T, s store.Store, f store.AttemptFinish) store.Transition {
 	t.Helper()

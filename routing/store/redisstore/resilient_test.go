@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	"github.com/switchyard-gw/switchyard/internal/redistest"
 	"github.com/switchyard-gw/switchyard/routing/store"
 	"github.com/switchyard-gw/switchyard/routing/store/redisstore"
@@ -103,7 +104,7 @@ func sumCounter(reg *prometheus.Registry, name string) float64 {
 func TestResilientBackoffAndRecovery(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix(t)
-	clock := newFakeClock(time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC))
 	logs := &syncBuffer{}
 	reg := prometheus.NewRegistry()
 	r, err := redisstore.NewResilient(newStore(t, srv.Addr(), prefix, redisstore.WithConfigPollInterval(time.Hour)), redisstore.ResilientConfig{

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -21,24 +22,6 @@ import (
 // These tests run whole routers, each on its own Redis client, the way several switchyard
 // replicas share one Redis: what one replica learns must steer the others.
 
-// sharedClock is one fake clock for every replica of a test.
-type sharedClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *sharedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *sharedClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type replica struct {
 	store  *redisstore.Store
 	live   *config.Live
@@ -47,7 +30,7 @@ type replica struct {
 
 // routerReplicas starts n routers on one prefix, seeds cfg through the first and makes every
 // replica follow the shared configuration.
-func routerReplicas(t *testing.T, n int, cfg *configv1.Config, clock *sharedClock) []*replica {
+func routerReplicas(t *testing.T, n int, cfg *configv1.Config, clock *fakeclock.Clock) []*replica {
 	t.Helper()
 	v, err := config.NewValidator()
 	if err != nil {
@@ -77,12 +60,12 @@ func rdep(id, model string, w uint32, fd string) *configv1.Deployment {
 		ProviderModel: model, ApiKey: "sk-" + id, Weight: proto.Uint32(w), FailureDomain: fd}
 }
 
-func newClock() *sharedClock { return &sharedClock{now: time.Date(2031, 3, 4, 5, 6, 0, 0, time.UTC)} }
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2031, 3, 4, 5, 6, 0, 0, time.UTC)) }
 
 var transient = failure.Classification{Class: failure.ClassTransient, Kind: failure.KindServerError, Status: 500}
 
 // finishOn records an attempt's outcome through replica r.
-func (r *replica) finishOn(t *testing.T, depID, requestID string, c failure.Classification, clock *sharedClock) {
+func (r *replica) finishOn(t *testing.T, depID, requestID string, c failure.Classification, clock *fakeclock.Clock) {
 	t.Helper()
 	d := r.live.Load().Deployments[depID]
 	req := &routing.Request{ID: requestID, Model: d.PublicModel, Start: clock.Now()}

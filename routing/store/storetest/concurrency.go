@@ -22,10 +22,14 @@ func handles(t *testing.T, replica func() store.Store, n int) []store.Store {
 }
 
 // together runs fn(i) for i in [0,callers) released at the same moment.
-func together(fn func(i int)) {
+func together(fn func(i int)) { Concurrently(callers, fn) }
+
+// Concurrently runs fn(i) for i in [0,n) on n goroutines released at the same moment, and
+// waits for all of them: the shape of every "N callers at once" test.
+func Concurrently(n int, fn func(i int)) {
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
-	for i := range callers {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

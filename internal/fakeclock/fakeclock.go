@@ -1,12 +1,15 @@
-package redisstore_test
+// Package fakeclock is the hand-driven clock of switchyard's tests (tests never sleep to
+// wait for logic; they move this clock).
+package fakeclock
 
 import (
 	"sync"
 	"time"
 )
 
-// fakeClock drives Resilient's backoff in tests: time moves only on Advance.
-type fakeClock struct {
+// Clock is a clock tests move by hand: time passes only on Advance, which also fires the
+// timers of After that fall due. It is safe for concurrent use.
+type Clock struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []waiter
@@ -17,15 +20,18 @@ type waiter struct {
 	ch chan time.Time
 }
 
-func newFakeClock(now time.Time) *fakeClock { return &fakeClock{now: now} }
+// New returns a clock reading now.
+func New(now time.Time) *Clock { return &Clock{now: now} }
 
-func (c *fakeClock) Now() time.Time {
+// Now reads the clock.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+// After returns a channel that receives the time once the clock has advanced by d.
+func (c *Clock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
@@ -38,14 +44,14 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 }
 
 // Waiting is the number of pending After calls.
-func (c *fakeClock) Waiting() int {
+func (c *Clock) Waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.waiters)
 }
 
 // Advance moves time forward and fires every waiter that is due.
-func (c *fakeClock) Advance(d time.Duration) {
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
