@@ -3,6 +3,7 @@ package routing
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -73,11 +74,12 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 	s := r.scratch.Get().(*scratch)
 	defer r.scratch.Put(s)
 	r.plan(snap, req, h, reason, from, s, &d)
-	if len(s.cands) > 0 {
+	if n := len(s.cands); n > 0 {
+		s.states = slices.Grow(s.states[:0], n)[:n]
 		if err := r.store.ReadStates(ctx, now, s.refs, s.states); err != nil {
 			// Routing must not fail because the shared store did: use neutral state (every
 			// circuit closed, no metrics) and say so (DESIGN.md, "Store").
-			clear(s.states[:len(s.cands)])
+			clear(s.states)
 			d.Degraded = true
 			r.log.Warn("reading routing state failed; deciding on neutral state", "err", err)
 		}

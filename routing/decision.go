@@ -103,6 +103,6 @@ const (
 	JitterFraction = 0.25
 )
 
-// dequeueGrace is added to an attempt's deadline for its in-flight entry, so a slow but live
+// inFlightGrace is added to an attempt's deadline for its in-flight entry, so a slow but live
 // attempt is not expired while it still runs.
 const inFlightGrace = time.Minute

@@ -2,6 +2,7 @@ package routing_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 func disabled(d *configv1.Deployment) { d.Enabled = proto.Bool(false) }
@@ -131,13 +133,40 @@ func TestFailureDomainThrottle(t *testing.T) {
 }
 
 func TestWhenAllOpenTry(t *testing.T) {
-	cfg := cfgOf(settings(allowedFails(0), func(rs *configv1.RouterSettings) { rs.WhenAllOpen = proto.String("try") }), dep("a", "m"), dep("b", "m"))
-	e := newEnv(t, cfg)
-	e.failOnce("a")
-	e.failOnce("b")
-	d := e.mustAttempt(e.request("m"), nil)
-	if d.Deployment == nil {
-		t.Fatal("whenAllOpen=try did not try a deployment")
+	for _, mode := range []string{"reject", "try"} {
+		cfg := cfgOf(settings(allowedFails(0), func(rs *configv1.RouterSettings) { rs.WhenAllOpen = proto.String(mode) }), dep("a", "m"), dep("b", "m", rpmLimit(1)))
+		e := newEnv(t, cfg)
+		e.failOnce("a")
+		e.busy("b", 1) // over its hard limit: never tried, even with "try"
+		d := e.decide(e.request("m"), nil)
+		switch mode {
+		case "reject":
+			if d.Action != routing.ActionStop || d.Stop.Code != "model_overloaded" {
+				t.Fatalf("whenAllOpen=reject: %+v, want 503 model_overloaded", d)
+			}
+		case "try":
+			if d.Action != routing.ActionAttempt || d.Deployment.ID != "a" {
+				t.Fatalf("whenAllOpen=try: %+v, want an attempt on the cooling deployment a", d)
+			}
+		}
+	}
+}
+
+// brokenStore fails every read, like an unreachable shared store without the resilient
+// wrapper in front.
+type brokenStore struct{ routing.Store }
+
+func (brokenStore) ReadStates(context.Context, time.Time, []store.DeploymentRef, []store.DeploymentState) error {
+	return errors.New("connection refused")
+}
+
+func TestStoreFailureNeverFailsRouting(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(allowedFails(0)), dep("a", "m"), dep("b", "m")))
+	e.failOnce("a") // a's circuit is open, but the router cannot see it
+	r := routing.New(e.live, brokenStore{e.store}, routing.Options{Clock: e.clock, Rand: newRand(2)})
+	d := r.Decide(context.Background(), e.request("m"), nil)
+	if d.Action != routing.ActionAttempt || !d.Degraded {
+		t.Fatalf("decision with the store down: %+v, want an attempt flagged Degraded", d)
 	}
 }
 

@@ -75,10 +75,6 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, model s
 		recordSkip(h, d, Skip{Model: model, Why: "no deployment of this fallback model keeps the request's contract"})
 	}
 	s.hops = append(s.hops, hp)
-	if n := len(s.cands); cap(s.states) < n {
-		s.states = make([]store.DeploymentState, n, 2*n)
-	}
-	s.states = s.states[:len(s.cands)]
 }
 
 // reusableAfter reports whether a deployment may be asked again in the same request after

@@ -90,14 +90,14 @@ func cheapest(cs []candidate, idx []int, r Rand) int {
 // neutral 0.5 for deployments without data (SPEC §3.5). Weight 0 scores 0 and is passed over
 // while anything scores higher. With no data anywhere it is the weighted draw (SPEC §2.2).
 func healthiest(cs []candidate, idx []int, r Rand) int {
-	any := false
+	measured := false
 	for _, i := range idx {
 		if cs[i].state.Metrics.HasHealth() {
-			any = true
+			measured = true
 			break
 		}
 	}
-	if !any {
+	if !measured {
 		return weighted(cs, idx, r, nil)
 	}
 	return lowest(cs, idx, r, func(c *candidate) (float64, bool) {
