@@ -1,0 +1,229 @@
+package dialect
+
+import (
+	"math"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
+)
+
+// Request is what routing needs from a request body.
+type Request struct {
+	Dialect Dialect
+	Model   string
+	Stream  bool
+	// StreamUsage: the client asked for usage in its stream (Chat
+	// stream_options.include_usage). Responses and Messages streams always carry usage.
+	StreamUsage bool
+	Operation   config.Operation
+	Facts       routing.Facts
+}
+
+// Routing is r as the router's request.
+func (r *Request) Routing(id string, start time.Time) routing.Request {
+	return routing.Request{ID: id, Model: r.Model, Operation: r.Operation, Stream: r.Stream, Facts: r.Facts, Start: start}
+}
+
+// Parser reads request bodies within limits.
+type Parser struct {
+	// MaxBodyBytes bounds a request body; 0 means no bound of the parser's own.
+	MaxBodyBytes int
+}
+
+// CheckLength refuses, with a 413 in d's shape, a request whose content-length n is over
+// the limit, before its body is read.
+func (p Parser) CheckLength(d Dialect, n int64) error {
+	if p.MaxBodyBytes > 0 && n > int64(p.MaxBodyBytes) {
+		return TooLarge(d.Family(), p.MaxBodyBytes)
+	}
+	return nil
+}
+
+// Parse reads the routing facts of a d request body in one pass over its top-level keys,
+// without decoding it. Errors are *Error in d's shape: 413 over the limit, 400 for a body
+// that is not a JSON object or a field of the wrong type, 404 model_not_found without a
+// model (whether the model is served is the caller's question: answer ModelNotFound).
+func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
+	f := d.Family()
+	if p.MaxBodyBytes > 0 && len(body) > p.MaxBodyBytes {
+		return Request{}, TooLarge(f, p.MaxBodyBytes)
+	}
+	if !isObject(body) || !gjson.ValidBytes(body) {
+		return Request{}, invalidJSON(f)
+	}
+	r := Request{Dialect: d, Operation: config.OpText}
+	if d == Embeddings {
+		r.Operation = config.OpEmbeddings
+	}
+	var (
+		model        gjson.Result
+		stream       gjson.Result
+		parallel     gjson.Result
+		bad          *Error
+		hasTools     bool
+		includeUsage bool
+		w            = walker{dialect: d}
+	)
+	// gjson.GetBytes reads a []byte the same way (unsafe string over the bytes). Every
+	// string kept past this call is cloned (the model), so the caller's buffer stays theirs.
+	json := unsafe.String(unsafe.SliceData(body), len(body))
+	gjson.Parse(json).ForEach(func(key, v gjson.Result) bool {
+		switch key.Str {
+		case "model":
+			model = v
+		case "stream":
+			stream = v
+		case "stream_options":
+			includeUsage = v.Get("include_usage").Type == gjson.True
+		case "messages", "input", "system", "instructions":
+			if promptField(d, key.Str) {
+				w.prompt(v)
+			}
+		case "tools", "functions":
+			hasTools = hasTools || nonEmptyArray(v)
+			w.text += len(v.Raw)
+		case "parallel_tool_calls":
+			if d == Chat || d == Responses {
+				parallel = v
+			}
+		case "tool_choice":
+			if d == Messages {
+				// Anthropic allows parallel tool use unless disabled; an explicit false asks
+				// for it.
+				if dis := v.Get("disable_parallel_tool_use"); dis.Type == gjson.False {
+					parallel = gjson.Result{Type: gjson.True}
+				}
+			}
+		case "response_format":
+			r.Facts.StructuredOutput = r.Facts.StructuredOutput || d == Chat && isJSONSchema(v)
+		case "text":
+			r.Facts.StructuredOutput = r.Facts.StructuredOutput || d == Responses && isJSONSchema(v.Get("format"))
+		case "output_config", "output_format":
+			// Anthropic structured outputs: output_config.format (anthropic-sdk-go
+			// OutputConfigParam.Format), earlier the beta output_format.
+			if d == Messages {
+				if key.Str == "output_config" {
+					v = v.Get("format")
+				}
+				r.Facts.StructuredOutput = r.Facts.StructuredOutput || isJSONSchema(v)
+			}
+		case "max_tokens", "max_completion_tokens", "max_output_tokens":
+			if !maxTokensField(d, key.Str) {
+				break
+			}
+			n, ok := tokenCount(v)
+			if !ok {
+				bad = invalidField(f, key.Str, "a non-negative integer")
+				return false
+			}
+			// max_completion_tokens supersedes the deprecated max_tokens (wire-formats §1.1).
+			if key.Str == "max_completion_tokens" || r.Facts.MaxOutputTokens == 0 {
+				r.Facts.MaxOutputTokens = n
+			}
+		}
+		return true
+	})
+	if bad != nil {
+		return Request{}, bad
+	}
+	switch model.Type {
+	case gjson.String:
+		if model.Str == "" {
+			return Request{}, ModelNotFound(f, "")
+		}
+		r.Model = strings.Clone(model.Str)
+	case gjson.Null:
+		return Request{}, ModelNotFound(f, "")
+	default:
+		return Request{}, invalidField(f, "model", "a string")
+	}
+	if d != Embeddings { // embeddings answer JSON only (SPEC §6.2)
+		switch stream.Type {
+		case gjson.True:
+			r.Stream = true
+		case gjson.False, gjson.Null:
+		default:
+			return Request{}, invalidField(f, "stream", "a boolean")
+		}
+	}
+	r.StreamUsage = d == Chat && r.Stream && includeUsage
+	r.Facts.Tools = hasTools
+	r.Facts.ParallelToolCalls = hasTools && parallel.Type == gjson.True
+	r.Facts.Modalities = w.modalities
+	r.Facts.PromptTokens = w.tokens()
+	return r, nil
+}
+
+// isObject reports whether body's first non-space byte opens an object.
+func isObject(body []byte) bool {
+	for _, c := range body {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+func nonEmptyArray(v gjson.Result) bool {
+	return v.IsArray() && len(v.Raw) > 2 && strings.TrimSpace(v.Raw[1:len(v.Raw)-1]) != ""
+}
+
+func isJSONSchema(format gjson.Result) bool {
+	return format.Get("type").Str == "json_schema"
+}
+
+// promptField reports whether key carries prompt content in d.
+func promptField(d Dialect, key string) bool {
+	switch d {
+	case Chat:
+		return key == "messages"
+	case Responses:
+		return key == "input" || key == "instructions"
+	case Messages:
+		return key == "messages" || key == "system"
+	case Embeddings:
+		return key == "input"
+	}
+	return false
+}
+
+// maxTokensField reports whether key bounds the output in d: Chat max_completion_tokens
+// (or the deprecated max_tokens), Responses max_output_tokens, Messages max_tokens.
+func maxTokensField(d Dialect, key string) bool {
+	switch d {
+	case Chat:
+		return key == "max_tokens" || key == "max_completion_tokens"
+	case Responses:
+		return key == "max_output_tokens"
+	case Messages:
+		return key == "max_tokens"
+	}
+	return false
+}
+
+// maxTokenCount caps token counts read from a body, so that sums of them cannot overflow
+// (no model has a window near 2^40 tokens).
+const maxTokenCount = 1 << 40
+
+// tokenCount reads a non-negative integer field; null reads as unset (0).
+func tokenCount(v gjson.Result) (int64, bool) {
+	switch v.Type {
+	case gjson.Null:
+		return 0, true
+	case gjson.Number:
+		if v.Num < 0 || v.Num != math.Trunc(v.Num) {
+			return 0, false
+		}
+		return int64(min(v.Num, maxTokenCount)), true
+	}
+	return 0, false
+}
