@@ -1,0 +1,450 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
+	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
+	"github.com/switchyard-gw/switchyard/extproc"
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/store"
+	"github.com/switchyard-gw/switchyard/routing/store/memstore"
+)
+
+// These tests run the whole request path on loopback: an official SDK → envoysim (playing
+// Envoy from envoy/static-clusters.yaml.tmpl) → switchyard's route role → a deployment
+// cluster with switchyard's attempt role → a fake provider (or, for a transport failure,
+// switchyard's trampoline) → 307 re-entries until the answer.
+
+// wait bounds every blocking step; it is a safety net, never a sleep.
+const wait = 20 * time.Second
+
+// providerKey is the key switchyard holds for a deployment; clients never see it.
+func providerKey(id string) string { return "sk-provider-" + id }
+
+// clientKey is what the SDKs send; providers must never see it.
+const clientKey = "sk-client-secret-1234"
+
+// deployment describes one deployment of a test gateway and its fake provider.
+type deployment struct {
+	ID, Model, ProviderModel string
+	Kind                     fakeprovider.Kind
+	// Down: nothing listens at the deployment's address (connection refused).
+	Down bool
+	// WrongKey: switchyard holds a key the fake refuses (401).
+	WrongKey bool
+	Weight   uint32
+	Price    float64
+}
+
+// replica is one switchyard process: its ext_proc gRPC server and trampoline.
+type replica struct {
+	router   *routing.Router
+	live     *config.Live
+	server   *extproc.Server
+	grpcAddr string
+	trampAddr string
+	reg      *prometheus.Registry
+}
+
+type gateway struct {
+	t         *testing.T
+	base      string
+	sim       *sim.Sim
+	store     store.Store
+	replicas  []*replica
+	fakes     map[string]*fakeprovider.Server
+	logs      *syncBuffer
+	access    chan sim.AccessLogEntry
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// gatewayOptions tune a test gateway.
+type gatewayOptions struct {
+	settings *configv1.RouterSettings
+	chains   []*configv1.FallbackChain
+	// store shared by every replica; a new memory store when nil.
+	store    store.Store
+	replicas int
+	// replicaStores, when set, gives each replica its own store client (Redis).
+	replicaStores []store.Store
+}
+
+func testKeys(t *testing.T) extproc.Keys {
+	t.Helper()
+	k := make([]byte, extproc.KeySize)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	return extproc.Keys{Current: k}
+}
+
+// startGateway starts fakes for deps, switchyard replicas and envoysim in front of them.
+func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
+	t.Helper()
+	g := &gateway{t: t, fakes: map[string]*fakeprovider.Server{}, logs: &syncBuffer{}, access: make(chan sim.AccessLogEntry, 256)}
+	cfg := &configv1.Config{RouterSettings: o.settings, FallbackChains: o.chains}
+	type endpoint struct {
+		ID         string
+		Host       string
+		Port       int
+	}
+	var eps []endpoint
+	secrets := map[string]string{}
+	for _, d := range deps {
+		fake, err := fakeprovider.New(fakeprovider.Options{Kind: d.Kind, Name: d.ID, APIKey: providerKey(d.ID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addr string
+		if d.Down {
+			addr = deadAddress(t)
+		} else {
+			ts := httptest.NewServer(fake)
+			t.Cleanup(func() { fake.Close(); ts.Close() })
+			addr = ts.Listener.Addr().String()
+		}
+		g.fakes[d.ID] = fake
+		host, port := splitHostPort(t, addr)
+		eps = append(eps, endpoint{ID: d.ID, Host: host, Port: port})
+		cd := &configv1.Deployment{
+			Id: d.ID, PublicModel: d.Model, Provider: providerName(d.Kind), BaseUrl: "http://" + addr,
+			ProviderModel: d.ProviderModel,
+		}
+		if d.Kind == fakeprovider.Azure {
+			cd.ApiVersion = "2024-10-21"
+		}
+		if d.Weight > 0 {
+			w := d.Weight
+			cd.Weight = &w
+		}
+		if d.Price > 0 {
+			cd.Price = &configv1.Price{InputPerMillion: &d.Price, OutputPerMillion: &d.Price}
+		}
+		secrets[d.ID] = providerKey(d.ID)
+		if d.WrongKey {
+			secrets[d.ID] = "sk-wrong-key"
+		}
+		cfg.Deployments = append(cfg.Deployments, cd)
+	}
+	validator, err := config.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validator.Config(cfg); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := config.Compile(1, cfg, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := max(o.replicas, 1)
+	g.store = o.store
+	if g.store == nil {
+		g.store = memstore.New()
+	}
+	log := slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	keys := testKeys(t)
+	for i := 0; i < n; i++ {
+		st := g.store
+		if i < len(o.replicaStores) {
+			st = o.replicaStores[i]
+		}
+		g.replicas = append(g.replicas, startReplica(t, snap, st, keys, log.With("replica", i)))
+	}
+	// One ext_proc and one trampoline address in the bootstrap: with several replicas a
+	// round-robin front spreads the streams over them (passes land on different replicas).
+	extAddr, trampAddr := g.replicas[0].grpcAddr, g.replicas[0].trampAddr
+	if n > 1 {
+		extAddr = roundRobinTCP(t, g.grpcAddrs())
+		trampAddr = roundRobinTCP(t, g.trampAddrs())
+	}
+	eh, ep := splitHostPort(t, extAddr)
+	th, tp := splitHostPort(t, trampAddr)
+	tmpl, err := template.ParseFiles("../../envoy/static-clusters.yaml.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var yaml bytes.Buffer
+	err = tmpl.Execute(&yaml, map[string]any{
+		"ListenPort":     0,
+		"MaxRedirects":   extproc.DefaultMaxRedirects,
+		"ConnectTimeout": "1s",
+		"ExtProc":        endpoint{Host: eh, Port: ep},
+		"Trampoline":     endpoint{Host: th, Port: tp},
+		"Deployments":    eps,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := sim.Load(yaml.Bytes())
+	if err != nil {
+		t.Fatalf("loading the rendered bootstrap: %v", err)
+	}
+	s, err := sim.New(bs, sim.WithListenerAddress("ingress", "127.0.0.1:0"),
+		sim.WithLogger(log.With("component", "envoysim")),
+		sim.WithAccessLog(func(e sim.AccessLogEntry) {
+			select {
+			case g.access <- e:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); s.Close() })
+	g.sim = s
+	g.base = "http://" + s.Addr("ingress")
+	t.Cleanup(func() {
+		if t.Failed() && os.Getenv("SWITCHYARD_E2E_LOGS") != "" {
+			t.Log(g.logs.String())
+		}
+	})
+	return g
+}
+
+func startReplica(t *testing.T, snap *config.Snapshot, st store.Store, keys extproc.Keys, log *slog.Logger) *replica {
+	t.Helper()
+	live := config.NewLive(snap)
+	router := routing.New(live, st, routing.Options{Logger: log})
+	sealer, err := extproc.NewSealer(keys, extproc.SealerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg)})
+	gs := grpc.NewServer()
+	srv.Register(gs)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+	tramp := httptest.NewServer(srv.Trampoline())
+	t.Cleanup(tramp.Close)
+	return &replica{router: router, live: live, server: srv, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg}
+}
+
+func (g *gateway) grpcAddrs() []string {
+	var out []string
+	for _, r := range g.replicas {
+		out = append(out, r.grpcAddr)
+	}
+	return out
+}
+
+func (g *gateway) trampAddrs() []string {
+	var out []string
+	for _, r := range g.replicas {
+		out = append(out, r.trampAddr)
+	}
+	return out
+}
+
+// roundRobinTCP listens on loopback and sends each accepted connection to the next of addrs:
+// a stand-in for a load balancer in front of several switchyard replicas.
+func roundRobinTCP(t *testing.T, addrs []string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for i := 0; ; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addrs[i%len(addrs)])
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			go pipe(c, up)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func pipe(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	_ = a.Close()
+	_ = b.Close()
+	<-done
+}
+
+// deadAddress is a loopback address where nothing listens.
+func deadAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func splitHostPort(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, n
+}
+
+func providerName(k fakeprovider.Kind) string {
+	switch k {
+	case fakeprovider.Azure:
+		return "azure-openai"
+	case fakeprovider.Anthropic:
+		return "anthropic"
+	default:
+		return "openai"
+	}
+}
+
+// served returns how many requests each fake received.
+func (g *gateway) served() map[string]int {
+	out := map[string]int{}
+	for id, f := range g.fakes {
+		if n := len(f.Requests()); n > 0 {
+			out[id] = n
+		}
+	}
+	return out
+}
+
+// inFlight sums the in-flight attempts of every deployment in the shared store.
+func (g *gateway) inFlight(ids ...string) int64 {
+	g.t.Helper()
+	refs := make([]store.DeploymentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = store.DeploymentRef{ID: id, Domain: store.DomainOf(id, "")}
+	}
+	out := make([]store.DeploymentState, len(ids))
+	if err := g.store.ReadStates(context.Background(), time.Now(), refs, out); err != nil {
+		g.t.Fatal(err)
+	}
+	var n int64
+	for _, s := range out {
+		n += s.Metrics.InFlight
+	}
+	return n
+}
+
+// eventually polls cond (real I/O settling, never logic) until it holds or wait passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// post sends a raw request through the gateway.
+func (g *gateway) post(path, body string, headers map[string]string) (*http.Response, []byte) {
+	g.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.base+path, strings.NewReader(body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return g.do(req)
+}
+
+func (g *gateway) do(req *http.Request) (*http.Response, []byte) {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		g.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		g.t.Fatalf("reading the response: %v", err)
+	}
+	return resp, buf.Bytes()
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(fmt.Sprintf("must: %v", err))
+	}
+	return v
+}
+
+var _ = url.Parse

@@ -1,0 +1,477 @@
+package extproc
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/failure"
+)
+
+// The attempt role is the upstream ext_proc filter of every deployment cluster (request
+// headers SEND, request body BUFFERED, response headers SEND, response body
+// FULL_DUPLEX_STREAMED, trailers SEND). Envoy opens one stream per attempt, so the stream's
+// life is the attempt's life: it starts the attempt, rewrites the request for the provider,
+// holds and classifies the response, and either lets it through or turns it into the 307
+// that re-enters the route role. It never answers ImmediateResponse: Envoy ignores it from an
+// upstream filter (ext_proc.cc sendImmediateResponse) and the client would hang.
+
+type attemptPhase uint8
+
+const (
+	attemptAwaitRequestHeaders attemptPhase = iota
+	attemptAwaitRequestBody
+	attemptAwaitResponseHeaders
+	// attemptHold: response headers held while the body is read and classified.
+	attemptHold
+	// attemptPass: headers released; body chunks pass on as they come.
+	attemptPass
+	attemptDone
+)
+
+func (p attemptPhase) String() string {
+	switch p {
+	case attemptAwaitRequestHeaders:
+		return "await_request_headers"
+	case attemptAwaitRequestBody:
+		return "await_request_body"
+	case attemptAwaitResponseHeaders:
+		return "await_response_headers"
+	case attemptHold:
+		return "hold"
+	case attemptPass:
+		return "pass"
+	default:
+		return "done"
+	}
+}
+
+type attemptProcessor struct {
+	s      *Server
+	stream extprocv3.ExternalProcessor_ProcessServer
+	phase  attemptPhase
+
+	requestID  string
+	state      *statev1.State
+	req        routing.Request
+	dep        *config.Deployment
+	trampoline bool
+	// broken is why the attempt cannot be made (no or bad state, a cluster mismatch); the
+	// request then goes out stripped and its answer becomes a gateway error.
+	broken error
+	// started: StartAttempt ran, so FinishAttempt must run exactly once.
+	started, finished bool
+	attemptID         string
+	sentAt            time.Time
+	unified           bool
+	transport         failure.Transport // what the trampoline attempt knows of the failure
+
+	status  int
+	headers headerMap
+	held    []byte
+	// overHold: a failed response's body passed the hold bound; only its head is kept.
+	overHold bool
+}
+
+func newAttemptProcessor(s *Server, stream extprocv3.ExternalProcessor_ProcessServer) *attemptProcessor {
+	return &attemptProcessor{s: s, stream: stream}
+}
+
+func (p *attemptProcessor) run() (err error) {
+	ctx := p.stream.Context()
+	defer func() { p.release() }()
+	for msg := range pump(ctx, p.stream) {
+		if msg.err != nil {
+			return msg.err
+		}
+		began := p.s.clock.Now()
+		name := ""
+		switch r := msg.req.GetRequest().(type) {
+		case *extprocv3.ProcessingRequest_RequestHeaders:
+			name = "request_headers"
+			if p.phase != attemptAwaitRequestHeaders {
+				return errUnexpected(RoleAttempt, p.phase, msg.req)
+			}
+			err = p.onRequestHeaders(ctx, msg.req)
+		case *extprocv3.ProcessingRequest_RequestBody:
+			name = "request_body"
+			if p.phase != attemptAwaitRequestBody {
+				return errUnexpected(RoleAttempt, p.phase, msg.req)
+			}
+			err = p.onRequestBody(r.RequestBody)
+		case *extprocv3.ProcessingRequest_RequestTrailers:
+			name = "request_trailers"
+			err = p.stream.Send(continueRequestTrailers())
+		case *extprocv3.ProcessingRequest_ResponseHeaders:
+			name = "response_headers"
+			if p.phase != attemptAwaitResponseHeaders {
+				return errUnexpected(RoleAttempt, p.phase, msg.req)
+			}
+			err = p.onResponseHeaders(ctx, r.ResponseHeaders)
+		case *extprocv3.ProcessingRequest_ResponseBody:
+			name = "response_body"
+			err = p.onResponseBody(ctx, r.ResponseBody)
+		case *extprocv3.ProcessingRequest_ResponseTrailers:
+			name = "response_trailers"
+			err = p.onResponseTrailers(ctx)
+		default:
+			return errUnexpected(RoleAttempt, p.phase, msg.req)
+		}
+		p.s.metric.observeMessage(RoleAttempt, name, p.s.clock.Now().Sub(began))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *attemptProcessor) onRequestHeaders(ctx context.Context, m *extprocv3.ProcessingRequest) error {
+	h := m.GetRequestHeaders()
+	hm := headerMap{h.GetHeaders()}
+	p.requestID = hm.value(headerRequestID)
+	p.unified = hm.value(HeaderRoutingMetadata) == "true"
+	p.trampoline = isTrampoline(m)
+	p.phase = attemptAwaitRequestBody
+	if h.GetEndOfStream() {
+		p.broken = fmt.Errorf("request without a body")
+	}
+	if err := p.load(m); err != nil && p.broken == nil {
+		p.broken = err
+	}
+	if p.broken != nil {
+		p.s.log.Error("attempt cannot be made", "request", p.requestID, "trampoline", p.trampoline, "err", p.broken)
+	} else if !p.trampoline {
+		p.attemptID = p.state.GetCurrent().GetAttemptId()
+		deadline := time.Unix(0, p.state.GetDeadlineUnixNano())
+		if err := p.s.router.StartAttempt(ctx, p.dep, p.attemptID, deadline); err != nil {
+			p.s.log.Warn("recording the attempt start failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
+		}
+		p.started = true
+	}
+	if h.GetEndOfStream() {
+		p.phase = attemptAwaitResponseHeaders
+		return p.stream.Send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+			RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: p.safe(strippedRequest(hm, nil)).proto()}},
+		}})
+	}
+	p.headers = hm
+	return p.stream.Send(continueRequestHeaders())
+}
+
+// load opens the state of this pass from dynamic metadata and checks it against the cluster
+// the attempt runs in.
+func (p *attemptProcessor) load(m *extprocv3.ProcessingRequest) error {
+	sealed := metadataString(m.GetMetadataContext(), metaState)
+	if sealed == "" {
+		return fmt.Errorf("no attempt state in dynamic metadata namespace %q", MetadataNamespace)
+	}
+	st, err := p.s.sealer.Open(sealed, p.requestID)
+	if err != nil {
+		return fmt.Errorf("opening the attempt state: %w", err)
+	}
+	p.state = st
+	cur := st.GetCurrent()
+	if cur.GetDeploymentId() == "" {
+		return fmt.Errorf("attempt state names no current attempt")
+	}
+	if cluster := attribute(m.GetAttributes(), attributeClusterName).GetStringValue(); cluster != ClusterName(cur.GetDeploymentId()) {
+		return fmt.Errorf("state is for deployment %q but the attempt runs in cluster %q", cur.GetDeploymentId(), cluster)
+	}
+	snap := p.s.router.Config()
+	if snap == nil || snap.Deployments[cur.GetDeploymentId()] == nil {
+		return fmt.Errorf("deployment %q is not configured", cur.GetDeploymentId())
+	}
+	p.dep = snap.Deployments[cur.GetDeploymentId()]
+	if p.req, err = requestOf(st); err != nil {
+		return err
+	}
+	if p.trampoline {
+		p.transport = transportGuess(m, cur, p.s.clock.Now(), p.responseTimeout(snap))
+	}
+	return nil
+}
+
+// responseTimeout is the per-try timeout the route role gave this attempt.
+func (p *attemptProcessor) responseTimeout(snap *config.Snapshot) time.Duration {
+	return p.dep.Policy(&snap.Settings, p.req.Operation, p.req.Mode()).Response
+}
+
+func isTrampoline(m *extprocv3.ProcessingRequest) bool {
+	v := attribute(m.GetAttributes(), attributeTrampolineEP)
+	return v.GetBoolValue() || v.GetStringValue() == "true"
+}
+
+// transportGuess is what the trampoline attempt can tell of the provider attempt's failure:
+// no request went out (a connect failure), the per-try timeout fired, or the connection was
+// reset before response headers. Envoy does not say which; the provider attempt's metadata
+// mark and the elapsed time do.
+func transportGuess(m *extprocv3.ProcessingRequest, cur *statev1.Current, now time.Time, perTry time.Duration) failure.Transport {
+	if !metadataBool(m.GetMetadataContext(), metaSent) {
+		return failure.TransportConnect
+	}
+	if now.Sub(time.Unix(0, cur.GetStartUnixNano())) >= perTry-perTry/20 {
+		return failure.TransportTimeout
+	}
+	return failure.TransportReset
+}
+
+func (p *attemptProcessor) onRequestBody(b *extprocv3.HttpBody) error {
+	p.phase = attemptAwaitResponseHeaders
+	switch {
+	case p.broken != nil:
+		return p.stream.Send(rewriteRequest(p.safe(strippedRequest(p.headers, []byte{})), []byte{}, nil))
+	case p.trampoline:
+		m := strippedRequest(p.headers, []byte{})
+		m.setHeader(":path", TrampolinePath)
+		m.setHeader(":method", http.MethodPost)
+		m.setHeader(HeaderState, metadataStateOf(p))
+		m.setHeader(HeaderTransport, strconv.Itoa(int(p.transport)))
+		return p.stream.Send(rewriteRequest(p.safe(m), []byte{}, nil))
+	}
+	rw, err := rewriteFor(p.dep, dialectOf(p.state.GetDialect()), b.GetBody())
+	if err != nil {
+		p.broken = err
+		p.s.log.Error("rewriting the request for the provider failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
+		return p.stream.Send(rewriteRequest(p.safe(strippedRequest(p.headers, []byte{})), []byte{}, nil))
+	}
+	m := providerMutation(p.headers, rw)
+	p.sentAt = p.s.clock.Now()
+	return p.stream.Send(rewriteRequest(p.safe(m), rw.Body, sentMetadata()))
+}
+
+// metadataStateOf is the sealed state the trampoline attempt forwards to the trampoline.
+func metadataStateOf(p *attemptProcessor) string {
+	s, err := p.s.sealer.Seal(p.state)
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+// strippedRequest removes every credential and switchyard header from a request, and sets
+// content-length for a replaced body (nil keeps the length).
+func strippedRequest(h headerMap, body []byte) mutation {
+	var m mutation
+	for _, name := range credentialHeaders {
+		if _, ok := h.get(name); ok {
+			m.removeHeader(name)
+		}
+	}
+	h.each(func(name, _ string) {
+		if len(name) > len(switchyardPrefix) && name[:len(switchyardPrefix)] == switchyardPrefix {
+			m.removeHeader(name)
+		}
+	})
+	if body != nil {
+		m.setHeader("content-length", strconv.Itoa(len(body)))
+	}
+	return m
+}
+
+// providerMutation is the header mutation that sends the request to the provider: client
+// credentials and switchyard headers go, the provider's path, authority and credentials
+// come, and content-length matches the rewritten body.
+func providerMutation(h headerMap, rw providerRequest) mutation {
+	m := strippedRequest(h, rw.Body)
+	for _, name := range rw.Remove {
+		if _, ok := h.get(name); ok {
+			m.removeHeader(name)
+		}
+	}
+	m.setHeader(":path", rw.Path)
+	m.setHeader(":authority", rw.Authority)
+	m.set = append(m.set, rw.Set...)
+	return m
+}
+
+func (p *attemptProcessor) onResponseHeaders(ctx context.Context, h *extprocv3.HttpHeaders) error {
+	p.headers = headerMap{h.GetHeaders()}
+	p.status, _ = strconv.Atoi(p.headers.value(":status"))
+	if p.trampoline || p.state == nil {
+		// The trampoline's 307 (or, without a state, whatever came back) goes on as it is.
+		return p.releaseHeaders(h.GetEndOfStream())
+	}
+	if h.GetEndOfStream() {
+		return p.decide(ctx, false, true)
+	}
+	if p.broken == nil && p.req.Stream && p.status < 300 {
+		// Part 1 of streaming: a successful stream commits at its headers; the body passes.
+		return p.releaseHeaders(false)
+	}
+	p.phase = attemptHold
+	return nil
+}
+
+// releaseHeaders lets the response headers through and passes the body on.
+func (p *attemptProcessor) releaseHeaders(endOfStream bool) error {
+	p.phase = attemptPass
+	if endOfStream {
+		p.phase = attemptDone
+		p.finishSuccess(0, 0)
+	}
+	return p.stream.Send(continueResponseHeaders(mutation{}))
+}
+
+func (p *attemptProcessor) onResponseBody(ctx context.Context, b *extprocv3.HttpBody) error {
+	switch p.phase {
+	case attemptHold:
+		if !p.overHold {
+			p.held = append(p.held, b.GetBody()...)
+		}
+		if len(p.held) > p.s.opts.MaxResponseHold && !p.overHold {
+			if p.status < 300 && p.broken == nil {
+				// Too large to hold: it passes through unmodified (SPEC §8.1 for large bodies).
+				if err := p.stream.Send(continueResponseHeaders(mutation{})); err != nil {
+					return err
+				}
+				p.phase = attemptPass
+				held := p.held
+				p.held = nil
+				return p.pass(held, b.GetEndOfStream())
+			}
+			p.overHold = true
+			p.held = p.held[:p.s.opts.MaxResponseHold]
+		}
+		if b.GetEndOfStream() {
+			return p.decide(ctx, true, true)
+		}
+		return nil
+	case attemptPass:
+		return p.pass(b.GetBody(), b.GetEndOfStream())
+	}
+	return fmt.Errorf("attempt role: response body in phase %s", p.phase)
+}
+
+// pass hands body bytes on; the end of the body ends the attempt as a success.
+func (p *attemptProcessor) pass(b []byte, endOfStream bool) error {
+	if endOfStream {
+		p.phase = attemptDone
+		p.finishSuccess(0, 0)
+	}
+	return p.stream.Send(streamedBody(b, endOfStream))
+}
+
+func (p *attemptProcessor) onResponseTrailers(ctx context.Context) error {
+	switch p.phase {
+	case attemptHold:
+		if err := p.decide(ctx, true, false); err != nil {
+			return err
+		}
+	case attemptPass:
+		p.phase = attemptDone
+		p.finishSuccess(0, 0)
+	}
+	return p.stream.Send(continueResponseTrailers())
+}
+
+// decide classifies the held response: a success goes to the client (with the
+// unified_routing object when asked for), a failure becomes the 307 back to the route role.
+// hadBody: Envoy sent body messages, so the answer must end the body; endOfStream: the body
+// ends here (not with trailers).
+func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool) error {
+	now := p.s.clock.Now()
+	p.phase = attemptDone
+	c := failure.Classification{Class: failure.ClassGateway, Status: http.StatusInternalServerError, Message: "internal gateway error"}
+	if p.broken == nil {
+		c = failure.Classify(failure.Outcome{
+			Provider: p.dep.Provider, Status: p.status, Header: p.headers.httpHeader(), Body: p.held,
+		}, now)
+	}
+	latency := now.Sub(p.sentAt)
+	if c.Class == failure.ClassNone {
+		u := usageOf(p.held)
+		p.finishSuccess(u.completion, u.total)
+		body := p.held
+		if p.unified {
+			body = withUnifiedRouting(body, p.unifiedRouting(latency.Milliseconds()))
+		}
+		if err := p.stream.Send(continueResponseHeaders(mutation{})); err != nil {
+			return err
+		}
+		if !hadBody {
+			return nil
+		}
+		return p.stream.Send(streamedBody(body, endOfStream))
+	}
+	p.finish(routing.Result{Classification: c, Latency: latency})
+	a := routing.Attempt{Deployment: p.state.GetCurrent().GetDeploymentId(), Model: p.state.GetCurrent().GetModel(),
+		Class: c.Class, Kind: c.Kind, Quota: c.Quota, Status: c.Status, RetryAfter: c.RetryAfter, Latency: latency,
+		Type: c.Type, Code: c.Code, Message: c.Message}
+	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", a.Deployment, "status", p.status,
+		"class", c.Class.String(), "kind", string(c.Kind), "retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds())
+	return p.redirect(&a, hadBody)
+}
+
+// redirect records a and sends the 307 that re-enters the route role.
+func (p *attemptProcessor) redirect(a *routing.Attempt, hadBody bool) error {
+	finishAttempt(p.state, a)
+	sealed, err := p.s.sealer.Seal(p.state)
+	if err != nil {
+		return fmt.Errorf("sealing the attempt state: %w", err)
+	}
+	if err := p.stream.Send(continueResponseHeaders(p.safe(redirectMutation(originalURL(p.state), sealed)))); err != nil {
+		return err
+	}
+	if !hadBody {
+		return nil
+	}
+	// Envoy holds the 307 until the processor ends the body it drained
+	// (FULL_DUPLEX_STREAMED: handleDuplexStreamedBodyResponse).
+	return p.stream.Send(streamedBody(nil, true))
+}
+
+func (p *attemptProcessor) finishSuccess(completion, total int64) {
+	if !p.started || p.finished {
+		return
+	}
+	p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassNone, Status: p.status},
+		Latency: p.s.clock.Now().Sub(p.sentAt), CompletionTokens: completion, TotalTokens: total})
+}
+
+// finish records the attempt's outcome once.
+func (p *attemptProcessor) finish(res routing.Result) {
+	if !p.started || p.finished {
+		return
+	}
+	p.finished = true
+	if _, err := p.s.router.FinishAttempt(context.Background(), &p.req, p.dep, p.attemptID, res); err != nil {
+		p.s.log.Warn("recording the attempt outcome failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
+	}
+	p.s.metric.attemptFinished(p.dep, p.req.Model, res)
+}
+
+// release ends an attempt that ended without a verdict: Envoy cancelled the stream (client
+// cancel, an upstream reset or connect failure, which the trampoline records) — the
+// in-flight entry goes and nothing else is recorded.
+func (p *attemptProcessor) release() {
+	p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassGateway, Status: 499}})
+}
+
+// originalURL is the client's URL, from the headers the route role saved on the first pass:
+// the 307's Location, so the redirected request is the client's again.
+func originalURL(st *statev1.State) string {
+	scheme, _, _ := savedHeader(st, ":scheme")
+	authority, _, _ := savedHeader(st, ":authority")
+	path, _, _ := savedHeader(st, ":path")
+	s := string(scheme)
+	if s == "" {
+		s = "http"
+	}
+	return s + "://" + string(authority) + string(path)
+}
+
+// safe drops what Envoy's mutation_rules would refuse (see mutationcheck.go) and says so.
+func (p *attemptProcessor) safe(m mutation) mutation {
+	out, dropped := attemptRules.sanitize(m)
+	if len(dropped) > 0 {
+		p.s.log.Error("header mutation entries Envoy would refuse were dropped", "request", p.requestID, "role", RoleAttempt, "dropped", dropped)
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package extproc
+
+import (
+	"net/http"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Headers switchyard itself reads or writes.
+const (
+	// HeaderState carries the sealed attempt state across passes, on the 307 and in the
+	// redirected request (DESIGN.md).
+	HeaderState = "x-switchyard-state"
+	// HeaderCluster is the route's cluster_header.
+	HeaderCluster = "x-switchyard-cluster"
+	// HeaderRole is the gRPC initial metadata naming the role of a filter instance.
+	HeaderRole = "x-switchyard-role"
+	// HeaderRoutingMetadata asks for the unified_routing object (SPEC §10.1).
+	HeaderRoutingMetadata = "x-unified-routing-metadata"
+	// HeaderTransport tells the trampoline what the attempt role of the trampoline attempt
+	// knows about the transport failure.
+	HeaderTransport = "x-switchyard-transport"
+
+	headerRequestID       = "x-request-id"
+	headerTimeout         = "x-envoy-upstream-rq-timeout-ms"
+	headerPerTryTimeout   = "x-envoy-upstream-rq-per-try-timeout-ms"
+	headerOriginalURL     = "x-envoy-original-url"
+	headerAttemptCount    = "x-envoy-attempt-count"
+	switchyardPrefix      = "x-switchyard-"
+	envoyPrefix           = "x-envoy-"
+	clusterPrefix         = "sy-dep-"
+	defaultAnthropicVer   = "2023-06-01"
+	attributesFilterName  = "envoy.filters.http.ext_proc"
+	attributeClusterName  = "xds.cluster_name"
+	attributeTrampolineEP = "xds.upstream_host_metadata.filter_metadata['switchyard']['trampoline']"
+)
+
+// ClusterName is the Envoy cluster of a deployment.
+func ClusterName(deploymentID string) string { return clusterPrefix + deploymentID }
+
+// credentialHeaders are the client credentials the route role removes before any attempt:
+// they travel only inside the sealed state, so a request that an attempt role never
+// processed (fail-open, a dead replica) carries none to a provider.
+var credentialHeaders = [...]string{"authorization", "api-key", "x-api-key"}
+
+// savedHeaders are the client headers whose original values the state keeps, because an
+// attempt role overwrites or removes them and Envoy builds the redirected request from the
+// headers as shipped to the provider (router.cc convertRequestHeadersForInternalRedirect).
+var savedHeaders = [...]string{"authorization", "api-key", "x-api-key", "anthropic-version", "anthropic-beta", "content-length", "openai-organization", "openai-project"}
+
+// headerMap is a read view of the headers Envoy sent: lower-case names, raw values.
+type headerMap struct{ h *corev3.HeaderMap }
+
+// get returns the first value of name.
+func (m headerMap) get(name string) (string, bool) {
+	if m.h == nil {
+		return "", false
+	}
+	for _, hv := range m.h.GetHeaders() {
+		if hv.GetKey() == name {
+			if raw := hv.GetRawValue(); raw != nil {
+				return string(raw), true
+			}
+			return hv.GetValue(), true
+		}
+	}
+	return "", false
+}
+
+func (m headerMap) value(name string) string {
+	v, _ := m.get(name)
+	return v
+}
+
+// each calls f for every header.
+func (m headerMap) each(f func(name, value string)) {
+	if m.h == nil {
+		return
+	}
+	for _, hv := range m.h.GetHeaders() {
+		v := hv.GetValue()
+		if raw := hv.GetRawValue(); raw != nil {
+			v = string(raw)
+		}
+		f(hv.GetKey(), v)
+	}
+}
+
+// httpHeader converts the regular (non-pseudo) headers for code that reads net/http headers
+// (the failure classifier reads Retry-After and friends).
+func (m headerMap) httpHeader() http.Header {
+	h := http.Header{}
+	m.each(func(name, value string) {
+		if !strings.HasPrefix(name, ":") {
+			h.Add(name, value)
+		}
+	})
+	return h
+}
+
+// metadataString reads namespace/key from a metadata context.
+func metadataString(md *corev3.Metadata, key string) string {
+	ns := md.GetFilterMetadata()[MetadataNamespace]
+	if ns == nil {
+		return ""
+	}
+	return ns.GetFields()[key].GetStringValue()
+}
+
+func metadataBool(md *corev3.Metadata, key string) bool {
+	ns := md.GetFilterMetadata()[MetadataNamespace]
+	if ns == nil {
+		return false
+	}
+	return ns.GetFields()[key].GetBoolValue()
+}
+
+// attribute reads one request attribute Envoy evaluated for the filter.
+func attribute(attrs map[string]*structpb.Struct, name string) *structpb.Value {
+	return attrs[attributesFilterName].GetFields()[name]
+}

@@ -1,0 +1,119 @@
+package extproc
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/failure"
+)
+
+// Metrics are the data plane's Prometheus metrics. Names and labels follow the OpenTelemetry
+// GenAI semantic conventions where they exist (gen_ai_*), switchyard_* for the rest
+// (SPEC §10.4). A nil *Metrics records nothing.
+type Metrics struct {
+	duration      *prometheus.HistogramVec
+	tokens        *prometheus.HistogramVec
+	attempts      *prometheus.CounterVec
+	stops         *prometheus.CounterVec
+	messages      *prometheus.HistogramVec
+	stateRejects  *prometheus.CounterVec
+	moves         *prometheus.CounterVec
+}
+
+// NewMetrics registers the data plane's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gen_ai_client_operation_duration_seconds",
+			Help:    "Duration of upstream attempts, from the request going out to the end of the response (SPEC §3.3).",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+		}, []string{"gen_ai_request_model", "gen_ai_provider_name", "switchyard_deployment", "error_type"}),
+		tokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gen_ai_client_token_usage",
+			Help:    "Tokens used per successful attempt, as the provider reported them.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+		}, []string{"gen_ai_request_model", "gen_ai_provider_name", "switchyard_deployment", "gen_ai_token_type"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_attempts_total",
+			Help: "Upstream attempts by deployment and outcome class (none = success).",
+		}, []string{"switchyard_deployment", "class", "error_type"}),
+		stops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_requests_stopped_total",
+			Help: "Requests answered with an error by the route role, by code and status.",
+		}, []string{"gen_ai_request_model", "code", "status"}),
+		messages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchyard_extproc_message_duration_seconds",
+			Help:    "The gateway's own processing time per ext_proc message (backoff waits excluded).",
+			Buckets: []float64{0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25},
+		}, []string{"role", "message"}),
+		stateRejects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_state_rejected_total",
+			Help: "x-switchyard-state values that did not open (forged, expired, other key or request).",
+		}, []string{"reason"}),
+		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_moves_total",
+			Help: "Attempts scheduled by move (first, failover, retry, fallback).",
+		}, []string{"gen_ai_request_model", "move"}),
+	}
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves)
+	return m
+}
+
+func errorType(c failure.Classification) string {
+	if c.Class == failure.ClassNone {
+		return ""
+	}
+	if c.Kind != failure.KindNone {
+		return string(c.Kind)
+	}
+	return c.Class.String()
+}
+
+func (m *Metrics) attemptFinished(d *config.Deployment, model string, res routing.Result) {
+	if m == nil || d == nil {
+		return
+	}
+	et := errorType(res.Classification)
+	if res.Classification.Class == failure.ClassGateway && res.Classification.Status == 499 {
+		et = "cancelled"
+	} else {
+		m.duration.WithLabelValues(model, string(d.Provider), d.ID, et).Observe(res.Latency.Seconds())
+	}
+	m.attempts.WithLabelValues(d.ID, res.Classification.Class.String(), et).Inc()
+	if res.Classification.Class == failure.ClassNone && res.TotalTokens > 0 {
+		m.tokens.WithLabelValues(model, string(d.Provider), d.ID, "output").Observe(float64(res.CompletionTokens))
+		m.tokens.WithLabelValues(model, string(d.Provider), d.ID, "input").Observe(float64(res.TotalTokens - res.CompletionTokens))
+	}
+}
+
+func (m *Metrics) requestStopped(model string, s *routing.StopError) {
+	if m == nil {
+		return
+	}
+	m.stops.WithLabelValues(model, s.Code, strconv.Itoa(s.Status)).Inc()
+}
+
+func (m *Metrics) moved(model string, move routing.Move) {
+	if m == nil {
+		return
+	}
+	m.moves.WithLabelValues(model, move.String()).Inc()
+}
+
+func (m *Metrics) observeMessage(role, message string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.messages.WithLabelValues(role, message).Observe(d.Seconds())
+}
+
+func (m *Metrics) stateRejected(reason RejectReason) {
+	if m == nil {
+		return
+	}
+	m.stateRejects.WithLabelValues(string(reason)).Inc()
+}

@@ -1,0 +1,405 @@
+package extproc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
+	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+	"github.com/switchyard-gw/switchyard/routing"
+)
+
+// The route role is the downstream (HCM) ext_proc filter: request headers SEND, request body
+// BUFFERED, no response processing. Every pass of a request through Envoy — the first, and
+// each re-entry by internal redirect — runs one route processor, which answers the request
+// itself (a stop, a model listing, a bad request) or sends it to a deployment's cluster.
+
+type routePhase uint8
+
+const (
+	routeAwaitHeaders routePhase = iota
+	routeAwaitBody
+	routeDone
+)
+
+func (p routePhase) String() string {
+	switch p {
+	case routeAwaitHeaders:
+		return "await_headers"
+	case routeAwaitBody:
+		return "await_body"
+	default:
+		return "done"
+	}
+}
+
+type routeProcessor struct {
+	s      *Server
+	stream extprocv3.ExternalProcessor_ProcessServer
+	phase  routePhase
+
+	route     dialect.Route
+	headers   headerMap
+	requestID string
+	// state is the request's state: opened from x-switchyard-state on re-entry, new on a
+	// first pass (built when the body arrives).
+	state   *statev1.State
+	reentry bool
+}
+
+func newRouteProcessor(s *Server, stream extprocv3.ExternalProcessor_ProcessServer) *routeProcessor {
+	return &routeProcessor{s: s, stream: stream}
+}
+
+func (p *routeProcessor) run() error {
+	ctx := p.stream.Context()
+	for msg := range pump(ctx, p.stream) {
+		if msg.err != nil {
+			return msg.err
+		}
+		began := p.s.clock.Now()
+		var err error
+		switch r := msg.req.GetRequest().(type) {
+		case *extprocv3.ProcessingRequest_RequestHeaders:
+			if p.phase != routeAwaitHeaders {
+				return errUnexpected(RoleRoute, p.phase, msg.req)
+			}
+			err = p.onRequestHeaders(r.RequestHeaders)
+			p.s.metric.observeMessage(RoleRoute, "request_headers", p.s.clock.Now().Sub(began))
+		case *extprocv3.ProcessingRequest_RequestBody:
+			if p.phase != routeAwaitBody {
+				return errUnexpected(RoleRoute, p.phase, msg.req)
+			}
+			err = p.onRequestBody(ctx, r.RequestBody)
+		case *extprocv3.ProcessingRequest_RequestTrailers:
+			err = p.stream.Send(continueRequestTrailers())
+		default:
+			return errUnexpected(RoleRoute, p.phase, msg.req)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *routeProcessor) onRequestHeaders(h *extprocv3.HttpHeaders) error {
+	p.headers = headerMap{h.GetHeaders()}
+	p.requestID = p.headers.value(headerRequestID)
+	if p.requestID == "" {
+		p.requestID = newRequestID()
+	}
+	_, anthropic := p.headers.get("anthropic-version")
+	route, err := dialect.Match(p.headers.value(":method"), p.headers.value(":path"), anthropic)
+	if err != nil {
+		p.phase = routeDone
+		return p.replyError(err)
+	}
+	p.route = route
+	p.openState()
+	switch route.Op {
+	case dialect.OpListModels, dialect.OpGetModel:
+		p.phase = routeDone
+		return p.stream.Send(p.models())
+	}
+	if h.GetEndOfStream() {
+		p.phase = routeDone
+		return p.replyError(&dialect.Error{Family: route.Family, Status: http.StatusBadRequest, Code: dialect.CodeInvalidJSON, Message: "The request has no body."})
+	}
+	p.phase = routeAwaitBody
+	return p.stream.Send(continueRequestHeaders())
+}
+
+// openState verifies a state the request carries. Only a 307 of an attempt role puts one
+// there; anything else (a client's forgery, garbage, another request's or an expired state)
+// is counted, stripped with the other x-switchyard-* headers, and the request is new.
+func (p *routeProcessor) openState() {
+	sealed, ok := p.headers.get(HeaderState)
+	if !ok {
+		return
+	}
+	st, err := p.s.sealer.Open(sealed, p.requestID)
+	if err != nil {
+		p.s.metric.stateRejected(Reason(err))
+		p.s.log.Warn("attempt state rejected; the request is treated as new", "request", p.requestID, "reason", string(Reason(err)))
+		return
+	}
+	p.state, p.reentry = st, true
+	st.Redirects++
+}
+
+func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBody) error {
+	p.phase = routeDone
+	parsed, err := dialect.Parser{MaxBodyBytes: p.s.opts.MaxRequestBody}.Parse(p.route.Dialect, b.GetBody())
+	if err != nil {
+		return p.replyError(err)
+	}
+	snap := p.s.router.Config()
+	if snap == nil || snap.Groups[parsed.Model] == nil {
+		return p.replyError(dialect.ModelNotFound(p.route.Family, parsed.Model))
+	}
+	now := p.s.clock.Now()
+	if p.state == nil || p.state.GetPublicModel() != parsed.Model {
+		// A state for another model is not this request's: start over.
+		p.state = p.newState(parsed, now)
+	}
+	req, err := requestOf(p.state)
+	if err != nil {
+		return p.replyGatewayError(err)
+	}
+	req.Facts = parsed.Facts
+	hist, err := historyOf(p.state)
+	if err != nil {
+		return p.replyGatewayError(err)
+	}
+	if int(p.state.GetRedirects()) >= p.s.opts.MaxRedirects {
+		// Defensive: maxAttempts is validated against the redirect budget, so the router
+		// stops first; a 307 must never reach the client.
+		return p.replyStop(req, hist, redirectBudgetStop(hist))
+	}
+	d := p.s.router.Decide(ctx, &req, hist)
+	if d.Action == routing.ActionStop {
+		return p.replyStop(req, hist, d.Stop)
+	}
+	if d.Wait > 0 {
+		if err := p.stream.Send(announceWait(d.Wait + p.s.opts.WaitMargin)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			// SPEC §12.3: the client went away during the wait; nothing was started.
+			p.s.log.Info("request cancelled during a retry wait", "request", p.requestID, "deployment", d.Deployment.ID)
+			return ctx.Err()
+		case <-p.s.clock.After(d.Wait):
+		}
+		now = p.s.clock.Now()
+	}
+	return p.sendAttempt(&req, hist, &d, now)
+}
+
+// newState starts the state of a new logical request and saves the client's headers that
+// the attempt roles overwrite or the route role removes.
+func (p *routeProcessor) newState(parsed dialect.Request, now time.Time) *statev1.State {
+	req := routing.Request{ID: p.requestID, Model: parsed.Model, Operation: parsed.Operation, Stream: parsed.Stream, Start: now}
+	total := p.s.router.Config().Settings.Policy(req.Operation, req.Mode()).Total
+	st := newState(&req, dialectProto(p.route.Dialect), now.Add(total))
+	for _, name := range savedHeaders {
+		v, ok := p.headers.get(name)
+		saveHeader(st, name, []byte(v), ok)
+	}
+	for _, name := range [...]string{":scheme", ":authority", ":path"} {
+		v, ok := p.headers.get(name)
+		saveHeader(st, name, []byte(v), ok)
+	}
+	return st
+}
+
+// sendAttempt answers the body with the move to deployment d.
+func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History, d *routing.Decision, now time.Time) error {
+	hist.Skips = append(hist.Skips, d.Skips...)
+	attemptID := p.requestID + "/" + strconv.Itoa(len(hist.Attempts)+1) + "/" + shortRandom()
+	beginAttempt(p.state, d, attemptID, now, fallbackHop(p.state, d.Model))
+	sealed, err := p.s.sealer.Seal(p.state)
+	if err != nil {
+		return p.replyGatewayError(err)
+	}
+	deadline := time.Unix(0, p.state.GetDeadlineUnixNano())
+	m := attemptHeaders(p.headers, p.state, d.Deployment.ID, deadline.Sub(now), d.ResponseTimeout)
+	p.s.log.Info("attempt scheduled", "request", p.requestID, "model", req.Model, "deployment", d.Deployment.ID,
+		"move", d.Move.String(), "reason", d.Reason.String(), "wait_ms", d.Wait.Milliseconds(), "probe", d.Probe,
+		"time_left_ms", deadline.Sub(now).Milliseconds(), "attempt", len(hist.Attempts)+1, "degraded", d.Degraded)
+	m, dropped := routeRules.sanitize(m)
+	if len(dropped) > 0 {
+		p.s.log.Error("header mutation entries Envoy would refuse were dropped", "request", p.requestID, "role", RoleRoute, "dropped", dropped)
+	}
+	return p.stream.Send(routeAttempt(m, sealed))
+}
+
+// attemptHeaders is the header mutation of the route role's move to a deployment: the
+// client's x-envoy-* and x-switchyard-* headers go (an Envoy without use_remote_address
+// trusts them), so do the client's credentials (they travel sealed), the client's original
+// headers come back on re-entry, and the cluster header and Envoy's per-attempt timeouts are
+// set.
+func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, perTry time.Duration) mutation {
+	var m mutation
+	h.each(func(name, _ string) {
+		if strings.HasPrefix(name, envoyPrefix) || strings.HasPrefix(name, switchyardPrefix) {
+			m.removeHeader(name)
+		}
+	})
+	for _, name := range credentialHeaders {
+		if _, ok := h.get(name); ok {
+			m.removeHeader(name)
+		}
+	}
+	for _, name := range savedHeaders {
+		if isCredential(name) {
+			continue
+		}
+		v, present, saved := savedHeader(st, name)
+		_, now := h.get(name)
+		switch {
+		case !saved:
+		case present:
+			m.setHeader(name, string(v))
+		case now:
+			m.removeHeader(name)
+		}
+	}
+	m.setHeader(HeaderCluster, ClusterName(deploymentID))
+	m.setHeader(headerTimeout, strconv.FormatInt(ceilMillis(left), 10))
+	m.setHeader(headerPerTryTimeout, strconv.FormatInt(ceilMillis(min(perTry, left)), 10))
+	return m
+}
+
+func isCredential(name string) bool {
+	for _, c := range credentialHeaders {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+func ceilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 1
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// fallbackHop is how many models this request moved through to reach model (0: the
+// requested one).
+func fallbackHop(st *statev1.State, model string) uint32 {
+	if model == st.GetPublicModel() {
+		return 0
+	}
+	var hop uint32
+	seen := map[string]bool{st.GetPublicModel(): true}
+	for _, a := range st.GetAttempts() {
+		if !seen[a.GetModel()] {
+			seen[a.GetModel()] = true
+			hop++
+		}
+		if a.GetModel() == model {
+			return hop
+		}
+	}
+	return hop + 1
+}
+
+// redirectBudgetStop ends a request that has no internal redirect left with what the last
+// upstream said (SPEC §7.4).
+func redirectBudgetStop(h *routing.History) *routing.StopError {
+	last := h.Last()
+	if last == nil {
+		return &routing.StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "No attempt could be made."}
+	}
+	return &routing.StopError{Status: last.Status, Code: last.Code, Type: last.Type, Message: last.Message, Kind: last.Kind, RetryAfter: last.RetryAfter, Upstream: true}
+}
+
+func (p *routeProcessor) replyStop(req routing.Request, hist *routing.History, stop *routing.StopError) error {
+	p.s.log.Info("request stopped", "request", p.requestID, "model", req.Model, "status", stop.Status, "code", stop.Code,
+		"kind", string(stop.Kind), "retry_after_ms", stop.RetryAfter.Milliseconds(), "attempts", len(hist.Attempts),
+		"upstream", stop.Upstream)
+	p.s.metric.requestStopped(req.Model, stop)
+	return p.replyError(dialect.FromStop(p.route.Family, stop))
+}
+
+func (p *routeProcessor) replyGatewayError(err error) error {
+	p.s.log.Error("route role failed", "request", p.requestID, "err", err)
+	return p.replyError(internalError(p.route.Family))
+}
+
+// replyError answers the client with err in its dialect.
+func (p *routeProcessor) replyError(err error) error {
+	var de *dialect.Error
+	if !errors.As(err, &de) {
+		p.s.log.Error("route role failed", "request", p.requestID, "err", err)
+		de = internalError(p.route.Family)
+	}
+	return p.stream.Send(renderedReply(de.Render(p.requestID), "switchyard_"+de.Code))
+}
+
+// models answers GET /v1/models and GET /v1/models/{id} from the configuration.
+func (p *routeProcessor) models() *extprocv3.ProcessingResponse {
+	snap := p.s.router.Config()
+	var names []string
+	if snap != nil {
+		for name := range snap.Groups {
+			names = append(names, name)
+		}
+	}
+	created := time.Unix(0, 0)
+	if p.route.Op == dialect.OpGetModel {
+		if snap == nil || snap.Groups[p.route.ModelID] == nil {
+			return renderedReply(dialect.ModelNotFound(p.route.Family, p.route.ModelID).Render(p.requestID), "switchyard_model_not_found")
+		}
+		return renderedReply(dialect.ModelResponse(p.route.Family, p.route.ModelID, created), "switchyard_model")
+	}
+	return renderedReply(dialect.ModelsResponse(p.route.Family, names, created), "switchyard_models")
+}
+
+// renderedReply is the local reply of a rendered answer.
+func renderedReply(r dialect.Response, details string) *extprocv3.ProcessingResponse {
+	hs := make([]header, 0, len(r.Headers))
+	for _, h := range r.Headers {
+		hs = append(hs, header{h.Name, h.Value})
+	}
+	return localReply(r.Status, hs, r.Body, details)
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func shortRandom() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// dialectProto is the state's name of a client dialect.
+func dialectProto(d dialect.Dialect) statev1.Dialect {
+	switch d {
+	case dialect.Chat:
+		return statev1.Dialect_DIALECT_OPENAI_CHAT
+	case dialect.Responses:
+		return statev1.Dialect_DIALECT_OPENAI_RESPONSES
+	case dialect.Messages:
+		return statev1.Dialect_DIALECT_ANTHROPIC_MESSAGES
+	case dialect.Embeddings:
+		return statev1.Dialect_DIALECT_OPENAI_EMBEDDINGS
+	}
+	return statev1.Dialect_DIALECT_UNSPECIFIED
+}
+
+// dialectOf is the client dialect a state names.
+func dialectOf(d statev1.Dialect) dialect.Dialect {
+	switch d {
+	case statev1.Dialect_DIALECT_OPENAI_CHAT:
+		return dialect.Chat
+	case statev1.Dialect_DIALECT_OPENAI_RESPONSES:
+		return dialect.Responses
+	case statev1.Dialect_DIALECT_ANTHROPIC_MESSAGES:
+		return dialect.Messages
+	case statev1.Dialect_DIALECT_OPENAI_EMBEDDINGS:
+		return dialect.Embeddings
+	}
+	return dialect.None
+}
+
+// internalError is the client's answer when switchyard itself failed.
+func internalError(f dialect.Family) *dialect.Error {
+	return &dialect.Error{Family: f, Status: http.StatusInternalServerError, Code: "internal_error", Message: "The gateway failed to process the request."}
+}

@@ -1,0 +1,175 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/switchyard-gw/switchyard/routing"
+)
+
+// Clock tells the time and waits; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Options configure a Server. Zero fields take the defaults.
+type Options struct {
+	Clock  Clock
+	Logger *slog.Logger
+	// Metrics receives the data plane's metrics; nil disables them.
+	Metrics *Metrics
+	// MaxRedirects is the route's max_internal_redirects: the route role never schedules an
+	// attempt whose failure could not be redirected back to it (a 307 must never reach a
+	// client).
+	MaxRedirects int
+	// MaxRequestBody bounds request bodies (413 above it); it should match Envoy's buffer
+	// limit. Default 32 MiB.
+	MaxRequestBody int
+	// MaxResponseHold bounds a JSON response the attempt role holds to classify it; a larger
+	// successful body passes through unbuffered and unmodified. Default 8 MiB.
+	MaxResponseHold int
+	// WaitMargin is added to override_message_timeout around a backoff wait so the real
+	// answer arrives before Envoy's timer fires. Default 2 s.
+	WaitMargin time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxRedirects    = 10
+	DefaultMaxRequestBody  = 32 << 20
+	DefaultMaxResponseHold = 8 << 20
+	DefaultWaitMargin      = 2 * time.Second
+)
+
+// Server is switchyard's ExternalProcessor: Process picks the role of the filter instance
+// that opened the stream and runs that role's processor until the stream ends.
+type Server struct {
+	extprocv3.UnimplementedExternalProcessorServer
+
+	router *routing.Router
+	sealer *Sealer
+	clock  Clock
+	log    *slog.Logger
+	metric *Metrics
+	opts   Options
+}
+
+// NewServer returns a Server deciding with router and sealing state with sealer.
+func NewServer(router *routing.Router, sealer *Sealer, opts Options) *Server {
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxRedirects <= 0 {
+		opts.MaxRedirects = DefaultMaxRedirects
+	}
+	if opts.MaxRequestBody <= 0 {
+		opts.MaxRequestBody = DefaultMaxRequestBody
+	}
+	if opts.MaxResponseHold <= 0 {
+		opts.MaxResponseHold = DefaultMaxResponseHold
+	}
+	if opts.WaitMargin <= 0 {
+		opts.WaitMargin = DefaultWaitMargin
+	}
+	return &Server{router: router, sealer: sealer, clock: opts.Clock, log: opts.Logger, metric: opts.Metrics, opts: opts}
+}
+
+// Register adds the ExternalProcessor and gRPC health services to gs.
+func (s *Server) Register(gs *grpc.Server) {
+	extprocv3.RegisterExternalProcessorServer(gs, s)
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+}
+
+// Roles, from the filter's grpc_service.initial_metadata x-switchyard-role.
+const (
+	RoleRoute   = "route"
+	RoleAttempt = "attempt"
+)
+
+// Process implements ExternalProcessorServer.
+func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	md, _ := metadata.FromIncomingContext(stream.Context())
+	role := ""
+	if v := md.Get(HeaderRole); len(v) > 0 {
+		role = v[0]
+	}
+	var err error
+	switch role {
+	case RoleRoute:
+		err = newRouteProcessor(s, stream).run()
+	case RoleAttempt:
+		err = newAttemptProcessor(s, stream).run()
+	default:
+		return status.Errorf(codes.InvalidArgument, "unknown %s %q: the filter's grpc_service.initial_metadata must name route or attempt", HeaderRole, role)
+	}
+	if err != nil && !endOfStream(err) {
+		s.log.Warn("ext_proc stream failed", "role", role, "err", err)
+		return err
+	}
+	return nil
+}
+
+// endOfStream reports whether err only says that Envoy closed the stream: a reset
+// (Canceled, Envoy's default close) or a half close (io.EOF, with graceful close).
+func endOfStream(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	return status.Code(err) == codes.Canceled
+}
+
+// received is one message from Envoy, or the error that ended the stream.
+type received struct {
+	req *extprocv3.ProcessingRequest
+	err error
+}
+
+// pump reads the stream on its own goroutine so a processor can wait on timers and on
+// Envoy at once; the processor stays the only owner of its state.
+func pump(ctx context.Context, stream extprocv3.ExternalProcessor_ProcessServer) <-chan received {
+	ch := make(chan received, 4)
+	go func() {
+		defer close(ch)
+		for {
+			req, err := stream.Recv()
+			select {
+			case ch <- received{req, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// errUnexpected reports a message the role's phase does not expect.
+func errUnexpected(role string, phase fmt.Stringer, req *extprocv3.ProcessingRequest) error {
+	return status.Errorf(codes.FailedPrecondition, "%s role: unexpected %T in phase %s", role, req.GetRequest(), phase)
+}

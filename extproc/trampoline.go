@@ -1,0 +1,78 @@
+package extproc
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/failure"
+)
+
+// TrampolinePath is where the attempt role of a trampoline attempt sends the request.
+const TrampolinePath = "/switchyard/trampoline"
+
+// The trampoline is the priority-1 endpoint of every deployment cluster (DESIGN.md). When a
+// provider attempt fails below HTTP — connection refused, a reset or a per-try timeout before
+// response headers — Envoy retries it here (retry_on connect-failure,reset,refused-stream
+// with previous_priorities). The trampoline attempt's attempt role forwards the pass's state
+// and what it knows of the failure; the trampoline records the transient failure and answers
+// the same 307 an HTTP failure gets, so transport failures fail over like any other.
+
+// Trampoline returns the trampoline's HTTP handler.
+func (s *Server) Trampoline() http.Handler {
+	return http.HandlerFunc(s.serveTrampoline)
+}
+
+func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != TrampolinePath {
+		http.NotFound(w, r)
+		return
+	}
+	requestID := r.Header.Get(headerRequestID)
+	st, err := s.sealer.Open(r.Header.Get(HeaderState), requestID)
+	if err != nil {
+		s.metric.stateRejected(Reason(err))
+		s.log.Warn("trampoline: attempt state rejected", "request", requestID, "reason", string(Reason(err)))
+		http.Error(w, "switchyard trampoline: no valid attempt state", http.StatusBadGateway)
+		return
+	}
+	cur := st.GetCurrent()
+	snap := s.router.Config()
+	dep := snap.Deployments[cur.GetDeploymentId()]
+	req, err := requestOf(st)
+	if dep == nil || err != nil {
+		s.log.Error("trampoline: state names no known deployment", "request", requestID, "deployment", cur.GetDeploymentId())
+		http.Error(w, "switchyard trampoline: unknown deployment", http.StatusBadGateway)
+		return
+	}
+	transport := failure.TransportReset
+	if n, err := strconv.Atoi(r.Header.Get(HeaderTransport)); err == nil {
+		transport = failure.Transport(n)
+	}
+	now := s.clock.Now()
+	c := failure.Classify(failure.Outcome{Provider: dep.Provider, Transport: transport}, now)
+	latency := now.Sub(time.Unix(0, cur.GetStartUnixNano()))
+	res := routing.Result{Classification: c, Latency: latency}
+	// A detached context: the bookkeeping must happen even if Envoy gave up on this attempt.
+	if _, err := s.router.FinishAttempt(context.WithoutCancel(r.Context()), &req, dep, cur.GetAttemptId(), res); err != nil {
+		s.log.Warn("trampoline: recording the transport failure failed", "request", requestID, "deployment", dep.ID, "err", err)
+	}
+	s.metric.attemptFinished(dep, req.Model, res)
+	a := routing.Attempt{Deployment: dep.ID, Model: cur.GetModel(), Class: c.Class, Kind: c.Kind, Status: c.Status,
+		Latency: latency, Message: c.Message}
+	s.log.Info("attempt failed", "request", requestID, "deployment", dep.ID, "class", c.Class.String(),
+		"kind", string(c.Kind), "latency_ms", latency.Milliseconds(), "via", "trampoline")
+	finishAttempt(st, &a)
+	sealed, err := s.sealer.Seal(st)
+	if err != nil {
+		s.log.Error("trampoline: sealing the attempt state failed", "request", requestID, "err", err)
+		http.Error(w, "switchyard trampoline: internal error", http.StatusBadGateway)
+		return
+	}
+	w.Header().Set("Location", originalURL(st))
+	w.Header().Set(HeaderState, sealed)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusTemporaryRedirect)
+}
