@@ -15,13 +15,13 @@ import (
 // GenAI semantic conventions where they exist (gen_ai_*), switchyard_* for the rest
 // (SPEC §10.4). A nil *Metrics records nothing.
 type Metrics struct {
-	duration      *prometheus.HistogramVec
-	tokens        *prometheus.HistogramVec
-	attempts      *prometheus.CounterVec
-	stops         *prometheus.CounterVec
-	messages      *prometheus.HistogramVec
-	stateRejects  *prometheus.CounterVec
-	moves         *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	tokens       *prometheus.HistogramVec
+	attempts     *prometheus.CounterVec
+	stops        *prometheus.CounterVec
+	messages     *prometheus.HistogramVec
+	stateRejects *prometheus.CounterVec
+	moves        *prometheus.CounterVec
 }
 
 // NewMetrics registers the data plane's metrics with reg.

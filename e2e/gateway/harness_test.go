@@ -59,23 +59,23 @@ type deployment struct {
 
 // replica is one switchyard process: its ext_proc gRPC server and trampoline.
 type replica struct {
-	router   *routing.Router
-	live     *config.Live
-	server   *extproc.Server
-	grpcAddr string
+	router    *routing.Router
+	live      *config.Live
+	server    *extproc.Server
+	grpcAddr  string
 	trampAddr string
-	reg      *prometheus.Registry
+	reg       *prometheus.Registry
 }
 
 type gateway struct {
-	t         *testing.T
-	base      string
-	sim       *sim.Sim
-	store     store.Store
-	replicas  []*replica
-	fakes     map[string]*fakeprovider.Server
-	logs      *syncBuffer
-	access    chan sim.AccessLogEntry
+	t        *testing.T
+	base     string
+	sim      *sim.Sim
+	store    store.Store
+	replicas []*replica
+	fakes    map[string]*fakeprovider.Server
+	logs     *syncBuffer
+	access   chan sim.AccessLogEntry
 }
 
 type syncBuffer struct {
@@ -121,9 +121,9 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	g := &gateway{t: t, fakes: map[string]*fakeprovider.Server{}, logs: &syncBuffer{}, access: make(chan sim.AccessLogEntry, 256)}
 	cfg := &configv1.Config{RouterSettings: o.settings, FallbackChains: o.chains}
 	type endpoint struct {
-		ID         string
-		Host       string
-		Port       int
+		ID   string
+		Host string
+		Port int
 	}
 	var eps []endpoint
 	secrets := map[string]string{}
