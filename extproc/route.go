@@ -87,6 +87,14 @@ func (p *routeProcessor) run() error {
 		if err != nil {
 			return err
 		}
+		if p.phase == routeDone {
+			// Close the stream with OK once the last answer is out: Envoy keeps a BUFFERED
+			// route filter's stream open until the request ends (ext_proc.cc
+			// isLastBodyResponse skips the close optimisation for BUFFERED), and a replica
+			// that dies later would fail the request with status_on_error; after an OK
+			// close Envoy goes on without the processor (onGrpcClose).
+			return nil
+		}
 	}
 	return nil
 }
@@ -170,6 +178,8 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 		return p.replyStop(req, hist, d.Stop)
 	}
 	if d.Wait > 0 {
+		p.s.log.Info("waiting before the next attempt", "request", p.requestID, "deployment", d.Deployment.ID,
+			"wait_ms", d.Wait.Milliseconds(), "move", d.Move.String())
 		if err := p.stream.Send(announceWait(d.Wait + p.s.opts.WaitMargin)); err != nil {
 			return err
 		}

@@ -55,10 +55,15 @@ type deployment struct {
 	WrongKey bool
 	Weight   uint32
 	Price    float64
+	// ResponseMs / TotalMs lower the deployment's text policies (JSON and stream).
+	ResponseMs, TotalMs uint64
+	// URL, when set, is the provider's base URL instead of a fake's (a hand-written server).
+	URL string
 }
 
 // replica is one switchyard process: its ext_proc gRPC server and trampoline.
 type replica struct {
+	grpc      *grpc.Server
 	router    *routing.Router
 	live      *config.Live
 	server    *extproc.Server
@@ -133,7 +138,9 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 			t.Fatal(err)
 		}
 		var addr string
-		if d.Down {
+		if d.URL != "" {
+			addr = strings.TrimPrefix(d.URL, "http://")
+		} else if d.Down {
 			addr = deadAddress(t)
 		} else {
 			ts := httptest.NewServer(fake)
@@ -156,6 +163,16 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		}
 		if d.Price > 0 {
 			cd.Price = &configv1.Price{InputPerMillion: &d.Price, OutputPerMillion: &d.Price}
+		}
+		if d.ResponseMs > 0 || d.TotalMs > 0 {
+			p := &configv1.ExecutionPolicy{}
+			if d.ResponseMs > 0 {
+				p.ResponseMs = &d.ResponseMs
+			}
+			if d.TotalMs > 0 {
+				p.TotalMs = &d.TotalMs
+			}
+			cd.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{"text": {Json: p, Stream: p}}
 		}
 		secrets[d.ID] = providerKey(d.ID)
 		if d.WrongKey {
@@ -263,7 +280,7 @@ func startReplica(t *testing.T, snap *config.Snapshot, st store.Store, keys extp
 	t.Cleanup(gs.Stop)
 	tramp := httptest.NewServer(srv.Trampoline())
 	t.Cleanup(tramp.Close)
-	return &replica{router: router, live: live, server: srv, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg}
+	return &replica{grpc: gs, router: router, live: live, server: srv, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg}
 }
 
 func (g *gateway) grpcAddrs() []string {

@@ -1,0 +1,127 @@
+package gateway_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
+)
+
+// What a client gets when the switchyard replica serving the attempt role dies in the middle
+// of its request. Envoy ignores every local reply of an upstream ext_proc, its own error
+// replies included, and has no fail-open once FULL_DUPLEX_STREAMED body chunks went to the
+// processor; the attempt filter runs with failure_mode_allow: true. The bounds measured here
+// are in docs/extproc.md.
+
+// TestAttemptRoleDiesBeforeTheResponse: the provider is still thinking when the replica dies.
+// Fail-open lets the provider's answer through unprocessed.
+func TestAttemptRoleDiesBeforeTheResponse(t *testing.T) {
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
+	type result struct {
+		status int
+		body   []byte
+		took   time.Duration
+	}
+	done := make(chan result, 1)
+	go func() {
+		start := time.Now()
+		resp, body := g.post("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
+			map[string]string{fakeprovider.FaultHeader: "header-delay=1s"})
+		done <- result{resp.StatusCode, body, time.Since(start)}
+	}()
+	eventually(t, "the provider call", func() bool { return len(g.fakes["oa"].Requests()) == 1 })
+	g.replicas[0].grpc.Stop()
+	r := <-done
+	if r.status != http.StatusOK || gjson.GetBytes(r.body, "choices.0.message.content").String() == "" {
+		t.Fatalf("status %d body %s", r.status, r.body)
+	}
+	t.Logf("replica died before the response: client got %d after %v (provider latency 1 s)", r.status, r.took.Round(10*time.Millisecond))
+	if r.took > 5*time.Second {
+		t.Errorf("took %v", r.took)
+	}
+}
+
+// TestAttemptRoleDiesDuringTheResponse: part of the JSON body already went to the attempt
+// role when it dies. Envoy cannot fail open any more; the per-try timeout (the policy's
+// responseMs) ends the attempt, the retry to the trampoline finds no attempt role either,
+// and the client gets an error within about responseMs — never a hang until totalMs.
+func TestAttemptRoleDiesDuringTheResponse(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	srv := newLoopbackServer(t, slow)
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI, URL: srv, ResponseMs: 2000}}, gatewayOptions{})
+	type result struct {
+		status int
+		took   time.Duration
+	}
+	done := make(chan result, 1)
+	go func() {
+		start := time.Now()
+		resp, _ := g.post("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil)
+		done <- result{resp.StatusCode, time.Since(start)}
+	}()
+	eventually(t, "the first body chunk reaching the attempt role", func() bool {
+		return g.replicas[0].messages(RoleAttemptName, "response_body") > 0
+	})
+	g.replicas[0].grpc.Stop()
+	r := <-done
+	t.Logf("replica died during the JSON response: client got %d after %v (responseMs 2 s)", r.status, r.took.Round(10*time.Millisecond))
+	if r.status < 500 || r.took > 6*time.Second {
+		t.Errorf("status %d after %v, want a 5xx within about responseMs", r.status, r.took)
+	}
+}
+
+const RoleAttemptName = "attempt"
+
+func newLoopbackServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// messages counts the ext_proc messages of a role and kind the replica processed.
+func (r *replica) messages(role, message string) uint64 {
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		return 0
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "switchyard_extproc_message_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var ro, me string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "role":
+					ro = l.GetValue()
+				case "message":
+					me = l.GetValue()
+				}
+			}
+			if ro == role && me == message {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}
