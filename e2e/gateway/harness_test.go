@@ -205,13 +205,16 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		}
 		g.replicas = append(g.replicas, startReplica(t, snap, st, keys, log.With("replica", i)))
 	}
-	// One ext_proc and one trampoline address in the bootstrap: with several replicas a
-	// round-robin front spreads the streams over them (passes land on different replicas).
-	extAddr, trampAddr := g.replicas[0].grpcAddr, g.replicas[0].trampAddr
+	// With two replicas the route role runs on the first and the attempt role on the
+	// second (envoysim's gRPC client, like Envoy's, keeps one connection per cluster), and
+	// trampoline connections alternate between them.
+	extAddr, attemptAddr, trampAddr := g.replicas[0].grpcAddr, g.replicas[0].grpcAddr, g.replicas[0].trampAddr
+	attemptCluster := "switchyard_extproc"
 	if n > 1 {
-		extAddr = roundRobinTCP(t, g.grpcAddrs())
+		attemptAddr, attemptCluster = g.replicas[1].grpcAddr, "switchyard_extproc_attempt"
 		trampAddr = roundRobinTCP(t, g.trampAddrs())
 	}
+	ah, ap := splitHostPort(t, attemptAddr)
 	eh, ep := splitHostPort(t, extAddr)
 	th, tp := splitHostPort(t, trampAddr)
 	tmpl, err := template.ParseFiles("../../envoy/static-clusters.yaml.tmpl")
@@ -224,6 +227,8 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		"MaxRedirects":   extproc.DefaultMaxRedirects,
 		"ConnectTimeout": "1s",
 		"ExtProc":        endpoint{Host: eh, Port: ep},
+		"AttemptExtProc": endpoint{Host: ah, Port: ap},
+		"AttemptCluster": attemptCluster,
 		"Trampoline":     endpoint{Host: th, Port: tp},
 		"Deployments":    eps,
 	})
@@ -281,14 +286,6 @@ func startReplica(t *testing.T, snap *config.Snapshot, st store.Store, keys extp
 	tramp := httptest.NewServer(srv.Trampoline())
 	t.Cleanup(tramp.Close)
 	return &replica{grpc: gs, router: router, live: live, server: srv, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg}
-}
-
-func (g *gateway) grpcAddrs() []string {
-	var out []string
-	for _, r := range g.replicas {
-		out = append(out, r.grpcAddr)
-	}
-	return out
 }
 
 func (g *gateway) trampAddrs() []string {
