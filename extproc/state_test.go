@@ -30,9 +30,7 @@ func newTestSealer(t testing.TB, keys Keys, clock *fakeclock.Clock) *Sealer {
 
 // sampleState is a state with 3 attempts and 4 saved headers, as after two failovers.
 func sampleState() *statev1.State {
-	step := func(m statev1.Move, hop uint32) *statev1.Step {
-		return &statev1.Step{Move: m, Reason: statev1.FallbackReason_FALLBACK_REASON_GENERAL, FallbackHop: hop}
-	}
+	general := statev1.FallbackReason_FALLBACK_REASON_GENERAL
 	return &statev1.State{
 		RequestId:        "6f1c2a9e-8d3b-4c7a-9e21-0b5d4f3a2c10",
 		PublicModel:      "gpt-4o",
@@ -44,12 +42,12 @@ func sampleState() *statev1.State {
 		Reason:           statev1.FallbackReason_FALLBACK_REASON_GENERAL,
 		Attempts: []*statev1.Attempt{
 			{DeploymentId: "azure-eastus", Model: "gpt-4o", Class: statev1.Class_CLASS_TRANSIENT, Kind: "server_error", Status: 503,
-				LatencyNanos: int64(812 * time.Millisecond), Message: "The server is temporarily unavailable.", ErrorType: "server_error", Step: step(statev1.Move_MOVE_FIRST, 0)},
+				LatencyNanos: int64(812 * time.Millisecond), Message: "The server is temporarily unavailable.", ErrorType: "server_error", Move: statev1.Move_MOVE_FIRST, FallbackReason: general},
 			{DeploymentId: "openai-main", Model: "gpt-4o", Class: statev1.Class_CLASS_THROTTLE, Kind: "rate_limit", Status: 429,
 				LatencyNanos: int64(95 * time.Millisecond), RetryAfterNanos: int64(20 * time.Second), Message: "Rate limit reached for gpt-4o.",
-				ErrorType: "requests", ErrorCode: "rate_limit_exceeded", Step: step(statev1.Move_MOVE_FAILOVER, 0)},
+				ErrorType: "requests", ErrorCode: "rate_limit_exceeded", Move: statev1.Move_MOVE_FAILOVER, FallbackReason: general},
 			{DeploymentId: "claude-sonnet", Model: "claude-sonnet-4", Class: statev1.Class_CLASS_TRANSIENT, Kind: "overloaded", Status: 529,
-				LatencyNanos: int64(1200 * time.Millisecond), Message: "Overloaded", ErrorType: "overloaded_error", Step: step(statev1.Move_MOVE_FALLBACK, 1)},
+				LatencyNanos: int64(1200 * time.Millisecond), Message: "Overloaded", ErrorType: "overloaded_error", Move: statev1.Move_MOVE_FALLBACK, FallbackReason: general, FallbackHop: 1},
 		},
 		Skips: []*statev1.Skip{{DeploymentId: "mini-local", Model: "gpt-4o", Reason: "tools not supported"}},
 		ClientHeaders: []*statev1.Header{
@@ -59,7 +57,7 @@ func sampleState() *statev1.State {
 			{Name: "x-api-key", Value: []byte{}},
 		},
 		Current: &statev1.Current{DeploymentId: "claude-sonnet", Model: "claude-sonnet-4", AttemptId: "6f1c2a9e-4",
-			StartUnixNano: t0.Add(3 * time.Second).UnixNano(), Step: step(statev1.Move_MOVE_FALLBACK, 1)},
+			StartUnixNano: t0.Add(3 * time.Second).UnixNano(), Move: statev1.Move_MOVE_FALLBACK, FallbackReason: general, FallbackHop: 1, Probe: true},
 		Redirects: 3,
 	}
 }
@@ -256,7 +254,7 @@ func TestOpenRejectsGarbage(t *testing.T) {
 	// An authentic blob whose plaintext is not a State: only a broken replica seals that.
 	k := s.current
 	notProto := append([]byte{sealVersion, k.id}, make([]byte, nonceSize)...)
-	notProto = k.aead.Seal(notProto, notProto[2:headerSize], []byte{0xff, 0xff, 0xff}, aad(notProto[:2], "r"))
+	notProto = k.aead.Seal(notProto, notProto[2:headerSize], []byte{0xff, 0xff, 0xff}, append(bytes.Clone(notProto[:2]), "r"...))
 
 	cases := []struct {
 		name, in string
