@@ -37,7 +37,7 @@ func FuzzOpenState(f *testing.F) {
 			if got != nil {
 				t.Fatalf("Open returned a state with error %v", err)
 			}
-			if Reason(err) == "" {
+			if RejectionReason(err) == "" {
 				t.Fatalf("rejection without a reason: %v", err)
 			}
 			return
@@ -103,7 +103,7 @@ func TestFuzzOpenStateSeeds(t *testing.T) {
 			continue
 		}
 		seen++
-		if _, err := s.Open(args[0], args[1]); Reason(err) != w {
+		if _, err := s.Open(args[0], args[1]); RejectionReason(err) != w {
 			t.Errorf("%s: %v, want reason %q", name, err, w)
 		}
 	}

@@ -69,8 +69,8 @@ func (e *OpenError) Error() string { return "attempt state " + string(e.Reason) 
 
 func (e *OpenError) Unwrap() error { return e.Err }
 
-// Reason returns why err rejected a state, or "" when err is not an *OpenError.
-func Reason(err error) RejectReason {
+// RejectionReason returns why err rejected a state, or "" when err is not an *OpenError.
+func RejectionReason(err error) RejectReason {
 	var oe *OpenError
 	if errors.As(err, &oe) {
 		return oe.Reason
@@ -222,7 +222,7 @@ func (s *Sealer) Seal(st *statev1.State) (string, error) {
 }
 
 // Open verifies and decrypts a sealed state for request requestID. Every error is an
-// *OpenError; Reason tells which kind.
+// *OpenError; RejectionReason tells which kind.
 func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 	if len(sealed) > MaxSealedLen {
 		return nil, reject(RejectMalformed, "%d bytes, above the limit of %d", len(sealed), MaxSealedLen)

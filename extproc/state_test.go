@@ -144,11 +144,11 @@ func TestOpenRotation(t *testing.T) {
 	}
 	// The old key dropped: its states are unknown_key, not a decryption attempt.
 	done := newTestSealer(t, Keys{Current: testKey(2)}, clock)
-	if _, err := done.Open(sealedOld, st.RequestId); Reason(err) != RejectUnknownKey {
+	if _, err := done.Open(sealedOld, st.RequestId); RejectionReason(err) != RejectUnknownKey {
 		t.Fatalf("state under a dropped key: %v, want %s", err, RejectUnknownKey)
 	}
 	other := newTestSealer(t, Keys{Current: testKey(3), Previous: testKey(4)}, clock)
-	if _, err := other.Open(sealedNew, st.RequestId); Reason(err) != RejectUnknownKey {
+	if _, err := other.Open(sealedNew, st.RequestId); RejectionReason(err) != RejectUnknownKey {
 		t.Fatalf("state under a key never held: %v, want %s", err, RejectUnknownKey)
 	}
 }
@@ -193,14 +193,14 @@ func TestOpenRejectsTampering(t *testing.T) {
 					want = RejectAuthFailed // flipped onto the previous key's id
 				}
 			}
-			if Reason(err) != want {
+			if RejectionReason(err) != want {
 				t.Fatalf("byte %d ^ %#x: %v, want %s", i, flip, err, want)
 			}
 		}
 	}
 	// Truncated and extended blobs.
 	for _, b := range [][]byte{raw[:len(raw)-1], raw[:headerSize+16], append(bytes.Clone(raw), 0)} {
-		if _, err := s.Open(b64.EncodeToString(b), st.RequestId); Reason(err) != RejectAuthFailed {
+		if _, err := s.Open(b64.EncodeToString(b), st.RequestId); RejectionReason(err) != RejectAuthFailed {
 			t.Errorf("blob of %d bytes (sealed %d): %v, want %s", len(b), len(raw), err, RejectAuthFailed)
 		}
 	}
@@ -215,7 +215,7 @@ func TestOpenRejectsOtherRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"", st.RequestId + "x", strings.ToUpper(st.RequestId), st.RequestId[:len(st.RequestId)-1]} {
-		if _, err := s.Open(sealed, id); Reason(err) != RejectAuthFailed {
+		if _, err := s.Open(sealed, id); RejectionReason(err) != RejectAuthFailed {
 			t.Errorf("opened for request %q: %v, want %s", id, err, RejectAuthFailed)
 		}
 	}
@@ -235,7 +235,7 @@ func TestOpenRejectsExpired(t *testing.T) {
 		t.Fatalf("a nanosecond before the deadline: %v", err)
 	}
 	clock.Advance(time.Nanosecond)
-	if _, err := s.Open(sealed, st.RequestId); Reason(err) != RejectExpired {
+	if _, err := s.Open(sealed, st.RequestId); RejectionReason(err) != RejectExpired {
 		t.Fatalf("at the deadline: %v, want %s", err, RejectExpired)
 	}
 }
@@ -274,7 +274,7 @@ func TestOpenRejectsGarbage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st, err := s.Open(c.in, "r")
-			if st != nil || Reason(err) != c.want {
+			if st != nil || RejectionReason(err) != c.want {
 				t.Fatalf("Open: state %v, err %v; want %s", st, err, c.want)
 			}
 		})
@@ -311,8 +311,8 @@ func TestSealNonceFromReader(t *testing.T) {
 	}
 }
 
-func TestReasonOfOtherErrors(t *testing.T) {
-	if r := Reason(proto.Error); r != "" {
-		t.Errorf("Reason of a foreign error = %q", r)
+func TestRejectionReasonOfOtherErrors(t *testing.T) {
+	if r := RejectionReason(proto.Error); r != "" {
+		t.Errorf("RejectionReason of a foreign error = %q", r)
 	}
 }
