@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+	"github.com/switchyard-gw/switchyard/routing/store/storetest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -314,5 +316,40 @@ func TestSealNonceFromReader(t *testing.T) {
 func TestRejectionReasonOfOtherErrors(t *testing.T) {
 	if r := RejectionReason(proto.Error); r != "" {
 		t.Errorf("RejectionReason of a foreign error = %q", r)
+	}
+}
+
+// Replicas' roles seal and open on many streams at once through one Sealer (shared AEADs and
+// pooled buffers): every state opens as exactly what was sealed for its request. Run with
+// -race.
+func TestSealerConcurrent(t *testing.T) {
+	s := newTestSealer(t, Keys{Current: testKey(1), Previous: testKey(2)}, fakeclock.New(t0))
+	errs := make(chan error, 16)
+	storetest.Concurrently(16, func(i int) {
+		for j := range 50 {
+			st := sampleState()
+			st.RequestId = fmt.Sprintf("req-%d-%d", i, j)
+			st.Redirects = uint32(j)
+			// Vary the size so pooled buffers of other sizes get reused.
+			st.ClientHeaders[1].Value = bytes.Repeat([]byte("9"), 1+(i*j)%300)
+			sealed, err := s.Seal(st)
+			if err != nil {
+				errs <- err
+				return
+			}
+			got, err := s.Open(sealed, st.RequestId)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !proto.Equal(got, st) {
+				errs <- fmt.Errorf("request %s opened as %v", st.RequestId, prototext.Format(got))
+				return
+			}
+		}
+	})
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
