@@ -78,19 +78,21 @@ func historyOf(st *statev1.State) (*routing.History, error) {
 }
 
 // putHistory writes h into st. h extends st's history (the routing core only appends), so the
-// attempts st already holds keep their Step, and attempts new in h take the Step of the
-// attempt under way.
+// attempts st already holds keep how they were chosen, and attempts new in h take the choice
+// of the attempt under way.
 func putHistory(st *statev1.State, h *routing.History) {
 	st.Reason = statev1.FallbackReason(h.Reason) + 1
 	st.ReasonFrom = h.ReasonFrom
 	old := st.GetAttempts()
 	st.Attempts = make([]*statev1.Attempt, len(h.Attempts))
 	for i := range h.Attempts {
-		step := st.GetCurrent().GetStep()
+		a := attemptProto(&h.Attempts[i])
 		if i < len(old) {
-			step = old[i].GetStep()
+			a.Move, a.FallbackReason, a.FallbackHop, a.Probe = old[i].GetMove(), old[i].GetFallbackReason(), old[i].GetFallbackHop(), old[i].GetProbe()
+		} else {
+			chosenAs(a, st.GetCurrent())
 		}
-		st.Attempts[i] = attemptProto(&h.Attempts[i], step)
+		st.Attempts[i] = a
 	}
 	st.Skips = make([]*statev1.Skip, len(h.Skips))
 	for i, s := range h.Skips {
@@ -106,24 +108,31 @@ func beginAttempt(st *statev1.State, d *routing.Decision, attemptID string, now 
 		st.Skips = append(st.Skips, &statev1.Skip{DeploymentId: s.Deployment, Model: s.Model, Reason: s.Why})
 	}
 	st.Current = &statev1.Current{
-		DeploymentId:  d.Deployment.ID,
-		Model:         d.Model,
-		AttemptId:     attemptID,
-		StartUnixNano: now.UnixNano(),
-		Step: &statev1.Step{
-			Move: statev1.Move(d.Move) + 1, Reason: statev1.FallbackReason(d.Reason) + 1,
-			FallbackHop: hop, Probe: d.Probe,
-		},
+		DeploymentId:   d.Deployment.ID,
+		Model:          d.Model,
+		AttemptId:      attemptID,
+		StartUnixNano:  now.UnixNano(),
+		Move:           statev1.Move(d.Move) + 1,
+		FallbackReason: statev1.FallbackReason(d.Reason) + 1,
+		FallbackHop:    hop,
+		Probe:          d.Probe,
 	}
 }
 
 // finishAttempt appends the outcome of the attempt under way to st and clears it.
 func finishAttempt(st *statev1.State, a *routing.Attempt) {
-	st.Attempts = append(st.Attempts, attemptProto(a, st.GetCurrent().GetStep()))
+	p := attemptProto(a)
+	chosenAs(p, st.GetCurrent())
+	st.Attempts = append(st.Attempts, p)
 	st.Current = nil
 }
 
-func attemptProto(a *routing.Attempt, step *statev1.Step) *statev1.Attempt {
+// chosenAs copies how the router chose the attempt under way onto its record.
+func chosenAs(a *statev1.Attempt, c *statev1.Current) {
+	a.Move, a.FallbackReason, a.FallbackHop, a.Probe = c.GetMove(), c.GetFallbackReason(), c.GetFallbackHop(), c.GetProbe()
+}
+
+func attemptProto(a *routing.Attempt) *statev1.Attempt {
 	return &statev1.Attempt{
 		DeploymentId:    a.Deployment,
 		Model:           a.Model,
@@ -136,7 +145,6 @@ func attemptProto(a *routing.Attempt, step *statev1.Step) *statev1.Attempt {
 		Message:         a.Message,
 		ErrorType:       a.Type,
 		ErrorCode:       a.Code,
-		Step:            step,
 	}
 }
 

@@ -93,9 +93,9 @@ func TestBeginFinishAttempt(t *testing.T) {
 		cur.GetStartUnixNano() != t0.Add(time.Second).UnixNano() {
 		t.Errorf("current %v", cur)
 	}
-	wantStep := &statev1.Step{Move: statev1.Move_MOVE_FALLBACK, Reason: statev1.FallbackReason_FALLBACK_REASON_CONTENT_POLICY, FallbackHop: 2, Probe: true}
-	if s := cur.GetStep(); s.GetMove() != wantStep.Move || s.GetReason() != wantStep.Reason || s.GetFallbackHop() != 2 || !s.GetProbe() {
-		t.Errorf("step %v, want %v", s, wantStep)
+	if cur.GetMove() != statev1.Move_MOVE_FALLBACK || cur.GetFallbackReason() != statev1.FallbackReason_FALLBACK_REASON_CONTENT_POLICY ||
+		cur.GetFallbackHop() != 2 || !cur.GetProbe() {
+		t.Errorf("current attempt chosen as %v", cur)
 	}
 
 	a := routing.Attempt{Deployment: "claude", Model: "claude-sonnet-4", Class: failure.ClassTransient, Kind: failure.KindOverloaded, Status: 529}
@@ -111,15 +111,20 @@ func TestBeginFinishAttempt(t *testing.T) {
 	if !reflect.DeepEqual(h, want) {
 		t.Errorf("history %+v, want %+v", h, want)
 	}
-	if s := st.GetAttempts()[0].GetStep(); s.GetMove() != statev1.Move_MOVE_FALLBACK || s.GetFallbackHop() != 2 || !s.GetProbe() {
-		t.Errorf("the finished attempt lost its step: %v", s)
+	if a := st.GetAttempts()[0]; a.GetMove() != statev1.Move_MOVE_FALLBACK || a.GetFallbackReason() != statev1.FallbackReason_FALLBACK_REASON_CONTENT_POLICY ||
+		a.GetFallbackHop() != 2 || !a.GetProbe() {
+		t.Errorf("the finished attempt lost how it was chosen: %v", a)
 	}
 
-	// putHistory keeps the steps of the attempts already recorded.
+	// putHistory keeps how the recorded attempts were chosen; a new one takes the current's.
+	beginAttempt(st, &routing.Decision{Move: routing.MoveRetry, Deployment: &config.Deployment{ID: "d"}}, "req-1-2", t0, 0)
 	h.Attempts = append(h.Attempts, routing.Attempt{Deployment: "d", Class: failure.ClassNone, Status: 200})
 	putHistory(st, h)
-	if s := st.GetAttempts()[0].GetStep(); s.GetFallbackHop() != 2 {
-		t.Errorf("putHistory dropped the step of attempt 1: %v", s)
+	if a := st.GetAttempts()[0]; a.GetFallbackHop() != 2 || a.GetMove() != statev1.Move_MOVE_FALLBACK {
+		t.Errorf("putHistory changed how attempt 1 was chosen: %v", a)
+	}
+	if a := st.GetAttempts()[1]; a.GetMove() != statev1.Move_MOVE_RETRY {
+		t.Errorf("putHistory: attempt 2 not chosen as the current attempt: %v", a)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -24,7 +25,7 @@ import (
 //
 //	base64url-no-padding( version | key id | nonce (12) | ciphertext | tag (16) )
 //
-// with the request id and the two leading bytes as additional authenticated data, so a state
+// with the two leading bytes and the request id as additional authenticated data, so a state
 // is only valid for the request it was sealed for. It expires at the request's deadline.
 const (
 	sealVersion = 1
@@ -68,8 +69,8 @@ func (e *OpenError) Error() string { return "attempt state " + string(e.Reason) 
 
 func (e *OpenError) Unwrap() error { return e.Err }
 
-// Reason returns why err rejected a state, or "" when err is not an *OpenError.
-func Reason(err error) RejectReason {
+// RejectionReason returns why err rejected a state, or "" when err is not an *OpenError.
+func RejectionReason(err error) RejectReason {
 	var oe *OpenError
 	if errors.As(err, &oe) {
 		return oe.Reason
@@ -88,6 +89,9 @@ type Sealer struct {
 	previous *sealKey
 	clock    routing.Clock
 	rand     io.Reader
+	// scratch holds *[]byte working buffers, so a seal allocates only its result and an
+	// open only the state (every redirect pays both).
+	scratch sync.Pool
 }
 
 type sealKey struct {
@@ -167,37 +171,72 @@ func (s *Sealer) key(id byte) *sealKey {
 	return nil
 }
 
+// getScratch returns a working buffer of length n.
+func (s *Sealer) getScratch(n int) *[]byte {
+	if p, ok := s.scratch.Get().(*[]byte); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func (s *Sealer) putScratch(p *[]byte) {
+	if cap(*p) <= 2*MaxSealedLen {
+		s.scratch.Put(p)
+	}
+}
+
 // Seal returns st sealed under the current key, bound to st.RequestId.
 func (s *Sealer) Seal(st *statev1.State) (string, error) {
 	k := &s.current
+	id := st.GetRequestId()
 	size := proto.Size(st)
-	buf := make([]byte, headerSize, headerSize+size+k.aead.Overhead())
+	// Scratch layout: additional data | sealed blob | its base64.
+	ad, blob := 2+len(id), headerSize+size+k.aead.Overhead()
+	if b64.EncodedLen(blob) > MaxSealedLen {
+		return "", fmt.Errorf("sealing the attempt state: %d bytes sealed, above the limit of %d", b64.EncodedLen(blob), MaxSealedLen)
+	}
+	p := s.getScratch(ad + blob + b64.EncodedLen(blob))
+	defer s.putScratch(p)
+	buf := *p
 	buf[0], buf[1] = sealVersion, k.id
-	if _, err := io.ReadFull(s.rand, buf[2:headerSize]); err != nil {
+	copy(buf[2:ad], id)
+	raw := buf[ad : ad+headerSize : ad+blob]
+	raw[0], raw[1] = sealVersion, k.id
+	if _, err := io.ReadFull(s.rand, raw[2:headerSize]); err != nil {
 		return "", fmt.Errorf("sealing the attempt state: reading a nonce: %w", err)
 	}
-	plain, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(buf[headerSize:], st)
+	plain, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(raw[headerSize:headerSize], st)
 	if err != nil {
 		return "", fmt.Errorf("sealing the attempt state: marshalling: %w", err)
 	}
-	// In place: the ciphertext overwrites the plaintext (cipher.AEAD allows exact overlap).
-	sealed := k.aead.Seal(buf[:headerSize], buf[2:headerSize], plain, aad(buf[:2], st.GetRequestId()))
-	if n := b64.EncodedLen(len(sealed)); n > MaxSealedLen {
-		return "", fmt.Errorf("sealing the attempt state: %d bytes sealed, above the limit of %d", n, MaxSealedLen)
+	if len(plain) != size {
+		return "", fmt.Errorf("sealing the attempt state: marshalled %d bytes, sized %d (modified concurrently?)", len(plain), size)
 	}
-	return b64.EncodeToString(sealed), nil
+	// In place: the ciphertext overwrites the plaintext (cipher.AEAD allows exact overlap).
+	sealed := k.aead.Seal(raw, raw[2:headerSize], plain, buf[:ad])
+	out := buf[ad+blob:]
+	b64.Encode(out, sealed)
+	return string(out), nil
 }
 
 // Open verifies and decrypts a sealed state for request requestID. Every error is an
-// *OpenError; Reason tells which kind.
+// *OpenError; RejectionReason tells which kind.
 func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 	if len(sealed) > MaxSealedLen {
 		return nil, reject(RejectMalformed, "%d bytes, above the limit of %d", len(sealed), MaxSealedLen)
 	}
-	raw, err := b64.DecodeString(sealed)
+	// Scratch layout: additional data | decoded blob.
+	ad := 2 + len(requestID)
+	p := s.getScratch(ad + b64.DecodedLen(len(sealed)))
+	defer s.putScratch(p)
+	buf := *p
+	n, err := b64.Decode(buf[ad:], []byte(sealed))
 	if err != nil {
 		return nil, reject(RejectMalformed, "decoding base64url: %w", err)
 	}
+	raw := buf[ad : ad+n]
 	if len(raw) < headerSize+16 {
 		return nil, reject(RejectMalformed, "%d bytes, too short", len(raw))
 	}
@@ -208,10 +247,13 @@ func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 	if k == nil {
 		return nil, reject(RejectUnknownKey, "sealed under key id %d, not held here", raw[1])
 	}
-	plain, err := k.aead.Open(raw[headerSize:headerSize], raw[2:headerSize], raw[headerSize:], aad(raw[:2], requestID))
+	buf[0], buf[1] = raw[0], raw[1]
+	copy(buf[2:ad], requestID)
+	plain, err := k.aead.Open(raw[headerSize:headerSize], raw[2:headerSize], raw[headerSize:], buf[:ad])
 	if err != nil {
 		return nil, reject(RejectAuthFailed, "request %q: %w", requestID, err)
 	}
+	// Unmarshal copies strings and bytes out of plain, so the scratch may be reused.
 	st := &statev1.State{}
 	if err := proto.Unmarshal(plain, st); err != nil {
 		// Authentic but unparseable: only a replica with an incompatible schema seals that.
@@ -225,11 +267,4 @@ func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 		return nil, reject(RejectExpired, "the deadline %s has passed", dl.UTC().Format(time.RFC3339Nano))
 	}
 	return st, nil
-}
-
-// aad is the additional authenticated data: the version and key id bytes, then the request
-// id.
-func aad(head []byte, requestID string) []byte {
-	a := make([]byte, 0, len(head)+len(requestID))
-	return append(append(a, head...), requestID...)
 }

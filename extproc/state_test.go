@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+	"github.com/switchyard-gw/switchyard/routing/store/storetest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -30,9 +32,7 @@ func newTestSealer(t testing.TB, keys Keys, clock *fakeclock.Clock) *Sealer {
 
 // sampleState is a state with 3 attempts and 4 saved headers, as after two failovers.
 func sampleState() *statev1.State {
-	step := func(m statev1.Move, hop uint32) *statev1.Step {
-		return &statev1.Step{Move: m, Reason: statev1.FallbackReason_FALLBACK_REASON_GENERAL, FallbackHop: hop}
-	}
+	general := statev1.FallbackReason_FALLBACK_REASON_GENERAL
 	return &statev1.State{
 		RequestId:        "6f1c2a9e-8d3b-4c7a-9e21-0b5d4f3a2c10",
 		PublicModel:      "gpt-4o",
@@ -44,12 +44,12 @@ func sampleState() *statev1.State {
 		Reason:           statev1.FallbackReason_FALLBACK_REASON_GENERAL,
 		Attempts: []*statev1.Attempt{
 			{DeploymentId: "azure-eastus", Model: "gpt-4o", Class: statev1.Class_CLASS_TRANSIENT, Kind: "server_error", Status: 503,
-				LatencyNanos: int64(812 * time.Millisecond), Message: "The server is temporarily unavailable.", ErrorType: "server_error", Step: step(statev1.Move_MOVE_FIRST, 0)},
+				LatencyNanos: int64(812 * time.Millisecond), Message: "The server is temporarily unavailable.", ErrorType: "server_error", Move: statev1.Move_MOVE_FIRST, FallbackReason: general},
 			{DeploymentId: "openai-main", Model: "gpt-4o", Class: statev1.Class_CLASS_THROTTLE, Kind: "rate_limit", Status: 429,
 				LatencyNanos: int64(95 * time.Millisecond), RetryAfterNanos: int64(20 * time.Second), Message: "Rate limit reached for gpt-4o.",
-				ErrorType: "requests", ErrorCode: "rate_limit_exceeded", Step: step(statev1.Move_MOVE_FAILOVER, 0)},
+				ErrorType: "requests", ErrorCode: "rate_limit_exceeded", Move: statev1.Move_MOVE_FAILOVER, FallbackReason: general},
 			{DeploymentId: "claude-sonnet", Model: "claude-sonnet-4", Class: statev1.Class_CLASS_TRANSIENT, Kind: "overloaded", Status: 529,
-				LatencyNanos: int64(1200 * time.Millisecond), Message: "Overloaded", ErrorType: "overloaded_error", Step: step(statev1.Move_MOVE_FALLBACK, 1)},
+				LatencyNanos: int64(1200 * time.Millisecond), Message: "Overloaded", ErrorType: "overloaded_error", Move: statev1.Move_MOVE_FALLBACK, FallbackReason: general, FallbackHop: 1},
 		},
 		Skips: []*statev1.Skip{{DeploymentId: "mini-local", Model: "gpt-4o", Reason: "tools not supported"}},
 		ClientHeaders: []*statev1.Header{
@@ -59,7 +59,7 @@ func sampleState() *statev1.State {
 			{Name: "x-api-key", Value: []byte{}},
 		},
 		Current: &statev1.Current{DeploymentId: "claude-sonnet", Model: "claude-sonnet-4", AttemptId: "6f1c2a9e-4",
-			StartUnixNano: t0.Add(3 * time.Second).UnixNano(), Step: step(statev1.Move_MOVE_FALLBACK, 1)},
+			StartUnixNano: t0.Add(3 * time.Second).UnixNano(), Move: statev1.Move_MOVE_FALLBACK, FallbackReason: general, FallbackHop: 1, Probe: true},
 		Redirects: 3,
 	}
 }
@@ -146,11 +146,11 @@ func TestOpenRotation(t *testing.T) {
 	}
 	// The old key dropped: its states are unknown_key, not a decryption attempt.
 	done := newTestSealer(t, Keys{Current: testKey(2)}, clock)
-	if _, err := done.Open(sealedOld, st.RequestId); Reason(err) != RejectUnknownKey {
+	if _, err := done.Open(sealedOld, st.RequestId); RejectionReason(err) != RejectUnknownKey {
 		t.Fatalf("state under a dropped key: %v, want %s", err, RejectUnknownKey)
 	}
 	other := newTestSealer(t, Keys{Current: testKey(3), Previous: testKey(4)}, clock)
-	if _, err := other.Open(sealedNew, st.RequestId); Reason(err) != RejectUnknownKey {
+	if _, err := other.Open(sealedNew, st.RequestId); RejectionReason(err) != RejectUnknownKey {
 		t.Fatalf("state under a key never held: %v, want %s", err, RejectUnknownKey)
 	}
 }
@@ -195,14 +195,14 @@ func TestOpenRejectsTampering(t *testing.T) {
 					want = RejectAuthFailed // flipped onto the previous key's id
 				}
 			}
-			if Reason(err) != want {
+			if RejectionReason(err) != want {
 				t.Fatalf("byte %d ^ %#x: %v, want %s", i, flip, err, want)
 			}
 		}
 	}
 	// Truncated and extended blobs.
 	for _, b := range [][]byte{raw[:len(raw)-1], raw[:headerSize+16], append(bytes.Clone(raw), 0)} {
-		if _, err := s.Open(b64.EncodeToString(b), st.RequestId); Reason(err) != RejectAuthFailed {
+		if _, err := s.Open(b64.EncodeToString(b), st.RequestId); RejectionReason(err) != RejectAuthFailed {
 			t.Errorf("blob of %d bytes (sealed %d): %v, want %s", len(b), len(raw), err, RejectAuthFailed)
 		}
 	}
@@ -217,7 +217,7 @@ func TestOpenRejectsOtherRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"", st.RequestId + "x", strings.ToUpper(st.RequestId), st.RequestId[:len(st.RequestId)-1]} {
-		if _, err := s.Open(sealed, id); Reason(err) != RejectAuthFailed {
+		if _, err := s.Open(sealed, id); RejectionReason(err) != RejectAuthFailed {
 			t.Errorf("opened for request %q: %v, want %s", id, err, RejectAuthFailed)
 		}
 	}
@@ -237,7 +237,7 @@ func TestOpenRejectsExpired(t *testing.T) {
 		t.Fatalf("a nanosecond before the deadline: %v", err)
 	}
 	clock.Advance(time.Nanosecond)
-	if _, err := s.Open(sealed, st.RequestId); Reason(err) != RejectExpired {
+	if _, err := s.Open(sealed, st.RequestId); RejectionReason(err) != RejectExpired {
 		t.Fatalf("at the deadline: %v, want %s", err, RejectExpired)
 	}
 }
@@ -256,7 +256,7 @@ func TestOpenRejectsGarbage(t *testing.T) {
 	// An authentic blob whose plaintext is not a State: only a broken replica seals that.
 	k := s.current
 	notProto := append([]byte{sealVersion, k.id}, make([]byte, nonceSize)...)
-	notProto = k.aead.Seal(notProto, notProto[2:headerSize], []byte{0xff, 0xff, 0xff}, aad(notProto[:2], "r"))
+	notProto = k.aead.Seal(notProto, notProto[2:headerSize], []byte{0xff, 0xff, 0xff}, append(bytes.Clone(notProto[:2]), "r"...))
 
 	cases := []struct {
 		name, in string
@@ -276,7 +276,7 @@ func TestOpenRejectsGarbage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st, err := s.Open(c.in, "r")
-			if st != nil || Reason(err) != c.want {
+			if st != nil || RejectionReason(err) != c.want {
 				t.Fatalf("Open: state %v, err %v; want %s", st, err, c.want)
 			}
 		})
@@ -313,8 +313,43 @@ func TestSealNonceFromReader(t *testing.T) {
 	}
 }
 
-func TestReasonOfOtherErrors(t *testing.T) {
-	if r := Reason(proto.Error); r != "" {
-		t.Errorf("Reason of a foreign error = %q", r)
+func TestRejectionReasonOfOtherErrors(t *testing.T) {
+	if r := RejectionReason(proto.Error); r != "" {
+		t.Errorf("RejectionReason of a foreign error = %q", r)
+	}
+}
+
+// Replicas' roles seal and open on many streams at once through one Sealer (shared AEADs and
+// pooled buffers): every state opens as exactly what was sealed for its request. Run with
+// -race.
+func TestSealerConcurrent(t *testing.T) {
+	s := newTestSealer(t, Keys{Current: testKey(1), Previous: testKey(2)}, fakeclock.New(t0))
+	errs := make(chan error, 16)
+	storetest.Concurrently(16, func(i int) {
+		for j := range 50 {
+			st := sampleState()
+			st.RequestId = fmt.Sprintf("req-%d-%d", i, j)
+			st.Redirects = uint32(j)
+			// Vary the size so pooled buffers of other sizes get reused.
+			st.ClientHeaders[1].Value = bytes.Repeat([]byte("9"), 1+(i*j)%300)
+			sealed, err := s.Seal(st)
+			if err != nil {
+				errs <- err
+				return
+			}
+			got, err := s.Open(sealed, st.RequestId)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !proto.Equal(got, st) {
+				errs <- fmt.Errorf("request %s opened as %v", st.RequestId, prototext.Format(got))
+				return
+			}
+		}
+	})
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

@@ -543,80 +543,9 @@ func (x *State) GetRedirects() uint32 {
 	return 0
 }
 
-// Step is how the router chose an attempt (routing.Decision), kept with the attempt for the
-// route reason of SPEC §10.2 and the unified_routing records of SPEC §10.1.
-type Step struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Move  Move                   `protobuf:"varint,1,opt,name=move,enum=switchyard.state.v1.Move" json:"move,omitempty"`
-	// The fallback chain in force when the attempt was chosen.
-	Reason FallbackReason `protobuf:"varint,2,opt,name=reason,enum=switchyard.state.v1.FallbackReason" json:"reason,omitempty"`
-	// 0 for the requested model, n for the n-th fallback model this request moved to.
-	FallbackHop uint32 `protobuf:"varint,3,opt,name=fallback_hop,json=fallbackHop" json:"fallback_hop,omitempty"`
-	// The attempt owned its deployment's half-open probe (SPEC §5.4).
-	Probe         bool `protobuf:"varint,4,opt,name=probe" json:"probe,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Step) Reset() {
-	*x = Step{}
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Step) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Step) ProtoMessage() {}
-
-func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Step.ProtoReflect.Descriptor instead.
-func (*Step) Descriptor() ([]byte, []int) {
-	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *Step) GetMove() Move {
-	if x != nil {
-		return x.Move
-	}
-	return Move_MOVE_UNSPECIFIED
-}
-
-func (x *Step) GetReason() FallbackReason {
-	if x != nil {
-		return x.Reason
-	}
-	return FallbackReason_FALLBACK_REASON_UNSPECIFIED
-}
-
-func (x *Step) GetFallbackHop() uint32 {
-	if x != nil {
-		return x.FallbackHop
-	}
-	return 0
-}
-
-func (x *Step) GetProbe() bool {
-	if x != nil {
-		return x.Probe
-	}
-	return false
-}
-
-// Attempt is one finished attempt (routing.Attempt plus its Step).
+// Attempt is one finished attempt: routing.Attempt, and how the router chose it
+// (routing.Decision), for the route reason of SPEC §10.2 and the unified_routing records of
+// SPEC §10.1.
 type Attempt struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	DeploymentId string                 `protobuf:"bytes,1,opt,name=deployment_id,json=deploymentId" json:"deployment_id,omitempty"`
@@ -632,17 +561,23 @@ type Attempt struct {
 	LatencyNanos    int64 `protobuf:"fixed64,7,opt,name=latency_nanos,json=latencyNanos" json:"latency_nanos,omitempty"`
 	RetryAfterNanos int64 `protobuf:"fixed64,8,opt,name=retry_after_nanos,json=retryAfterNanos" json:"retry_after_nanos,omitempty"`
 	// The provider's public message, sanitised (routing/failure.Sanitize).
-	Message       string `protobuf:"bytes,9,opt,name=message" json:"message,omitempty"`
-	ErrorType     string `protobuf:"bytes,10,opt,name=error_type,json=errorType" json:"error_type,omitempty"`
-	ErrorCode     string `protobuf:"bytes,11,opt,name=error_code,json=errorCode" json:"error_code,omitempty"`
-	Step          *Step  `protobuf:"bytes,12,opt,name=step" json:"step,omitempty"`
+	Message   string `protobuf:"bytes,9,opt,name=message" json:"message,omitempty"`
+	ErrorType string `protobuf:"bytes,10,opt,name=error_type,json=errorType" json:"error_type,omitempty"`
+	ErrorCode string `protobuf:"bytes,11,opt,name=error_code,json=errorCode" json:"error_code,omitempty"`
+	Move      Move   `protobuf:"varint,12,opt,name=move,enum=switchyard.state.v1.Move" json:"move,omitempty"`
+	// The fallback chain in force when the attempt was chosen.
+	FallbackReason FallbackReason `protobuf:"varint,13,opt,name=fallback_reason,json=fallbackReason,enum=switchyard.state.v1.FallbackReason" json:"fallback_reason,omitempty"`
+	// 0 for the requested model, n for the n-th fallback model this request moved to.
+	FallbackHop uint32 `protobuf:"varint,14,opt,name=fallback_hop,json=fallbackHop" json:"fallback_hop,omitempty"`
+	// The attempt owned its deployment's half-open probe (SPEC §5.4).
+	Probe         bool `protobuf:"varint,15,opt,name=probe" json:"probe,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[2]
+	mi := &file_switchyard_state_v1_state_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +589,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[2]
+	mi := &file_switchyard_state_v1_state_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +602,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{2}
+	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Attempt) GetDeploymentId() string {
@@ -747,11 +682,32 @@ func (x *Attempt) GetErrorCode() string {
 	return ""
 }
 
-func (x *Attempt) GetStep() *Step {
+func (x *Attempt) GetMove() Move {
 	if x != nil {
-		return x.Step
+		return x.Move
 	}
-	return nil
+	return Move_MOVE_UNSPECIFIED
+}
+
+func (x *Attempt) GetFallbackReason() FallbackReason {
+	if x != nil {
+		return x.FallbackReason
+	}
+	return FallbackReason_FALLBACK_REASON_UNSPECIFIED
+}
+
+func (x *Attempt) GetFallbackHop() uint32 {
+	if x != nil {
+		return x.FallbackHop
+	}
+	return 0
+}
+
+func (x *Attempt) GetProbe() bool {
+	if x != nil {
+		return x.Probe
+	}
+	return false
 }
 
 // Skip is a deployment (or, with an empty deployment id, a whole model) passed over because
@@ -767,7 +723,7 @@ type Skip struct {
 
 func (x *Skip) Reset() {
 	*x = Skip{}
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[3]
+	mi := &file_switchyard_state_v1_state_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +735,7 @@ func (x *Skip) String() string {
 func (*Skip) ProtoMessage() {}
 
 func (x *Skip) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[3]
+	mi := &file_switchyard_state_v1_state_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +748,7 @@ func (x *Skip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skip.ProtoReflect.Descriptor instead.
 func (*Skip) Descriptor() ([]byte, []int) {
-	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{3}
+	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Skip) GetDeploymentId() string {
@@ -830,7 +786,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[4]
+	mi := &file_switchyard_state_v1_state_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +798,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[4]
+	mi := &file_switchyard_state_v1_state_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +811,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{4}
+	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Header) GetName() string {
@@ -881,14 +837,18 @@ type Current struct {
 	// Unique per attempt (the in-flight entry's key).
 	AttemptId     string `protobuf:"bytes,3,opt,name=attempt_id,json=attemptId" json:"attempt_id,omitempty"`
 	StartUnixNano int64  `protobuf:"fixed64,4,opt,name=start_unix_nano,json=startUnixNano" json:"start_unix_nano,omitempty"`
-	Step          *Step  `protobuf:"bytes,5,opt,name=step" json:"step,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// How the router chose it, as in Attempt.
+	Move           Move           `protobuf:"varint,5,opt,name=move,enum=switchyard.state.v1.Move" json:"move,omitempty"`
+	FallbackReason FallbackReason `protobuf:"varint,6,opt,name=fallback_reason,json=fallbackReason,enum=switchyard.state.v1.FallbackReason" json:"fallback_reason,omitempty"`
+	FallbackHop    uint32         `protobuf:"varint,7,opt,name=fallback_hop,json=fallbackHop" json:"fallback_hop,omitempty"`
+	Probe          bool           `protobuf:"varint,8,opt,name=probe" json:"probe,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Current) Reset() {
 	*x = Current{}
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[5]
+	mi := &file_switchyard_state_v1_state_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +860,7 @@ func (x *Current) String() string {
 func (*Current) ProtoMessage() {}
 
 func (x *Current) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_state_v1_state_proto_msgTypes[5]
+	mi := &file_switchyard_state_v1_state_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +873,7 @@ func (x *Current) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Current.ProtoReflect.Descriptor instead.
 func (*Current) Descriptor() ([]byte, []int) {
-	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{5}
+	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Current) GetDeploymentId() string {
@@ -944,11 +904,32 @@ func (x *Current) GetStartUnixNano() int64 {
 	return 0
 }
 
-func (x *Current) GetStep() *Step {
+func (x *Current) GetMove() Move {
 	if x != nil {
-		return x.Step
+		return x.Move
 	}
-	return nil
+	return Move_MOVE_UNSPECIFIED
+}
+
+func (x *Current) GetFallbackReason() FallbackReason {
+	if x != nil {
+		return x.FallbackReason
+	}
+	return FallbackReason_FALLBACK_REASON_UNSPECIFIED
+}
+
+func (x *Current) GetFallbackHop() uint32 {
+	if x != nil {
+		return x.FallbackHop
+	}
+	return 0
+}
+
+func (x *Current) GetProbe() bool {
+	if x != nil {
+		return x.Probe
+	}
+	return false
 }
 
 var File_switchyard_state_v1_state_proto protoreflect.FileDescriptor
@@ -973,12 +954,7 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"reasonFrom\x12B\n" +
 	"\x0eclient_headers\x18\f \x03(\v2\x1b.switchyard.state.v1.HeaderR\rclientHeaders\x126\n" +
 	"\acurrent\x18\r \x01(\v2\x1c.switchyard.state.v1.CurrentR\acurrent\x12\x1c\n" +
-	"\tredirects\x18\x0e \x01(\rR\tredirects\"\xab\x01\n" +
-	"\x04Step\x12-\n" +
-	"\x04move\x18\x01 \x01(\x0e2\x19.switchyard.state.v1.MoveR\x04move\x12;\n" +
-	"\x06reason\x18\x02 \x01(\x0e2#.switchyard.state.v1.FallbackReasonR\x06reason\x12!\n" +
-	"\ffallback_hop\x18\x03 \x01(\rR\vfallbackHop\x12\x14\n" +
-	"\x05probe\x18\x04 \x01(\bR\x05probe\"\x90\x03\n" +
+	"\tredirects\x18\x0e \x01(\rR\tredirects\"\x97\x04\n" +
 	"\aAttempt\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +
@@ -994,21 +970,27 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	" \x01(\tR\terrorType\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\v \x01(\tR\terrorCode\x12-\n" +
-	"\x04step\x18\f \x01(\v2\x19.switchyard.state.v1.StepR\x04step\"Y\n" +
+	"\x04move\x18\f \x01(\x0e2\x19.switchyard.state.v1.MoveR\x04move\x12L\n" +
+	"\x0ffallback_reason\x18\r \x01(\x0e2#.switchyard.state.v1.FallbackReasonR\x0efallbackReason\x12!\n" +
+	"\ffallback_hop\x18\x0e \x01(\rR\vfallbackHop\x12\x14\n" +
+	"\x05probe\x18\x0f \x01(\bR\x05probe\"Y\n" +
 	"\x04Skip\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"9\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
-	"\x05value\x18\x02 \x01(\fB\x05\xaa\x01\x02\b\x01R\x05value\"\xba\x01\n" +
+	"\x05value\x18\x02 \x01(\fB\x05\xaa\x01\x02\b\x01R\x05value\"\xc1\x02\n" +
 	"\aCurrent\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1d\n" +
 	"\n" +
 	"attempt_id\x18\x03 \x01(\tR\tattemptId\x12&\n" +
 	"\x0fstart_unix_nano\x18\x04 \x01(\x10R\rstartUnixNano\x12-\n" +
-	"\x04step\x18\x05 \x01(\v2\x19.switchyard.state.v1.StepR\x04step*\xc8\x01\n" +
+	"\x04move\x18\x05 \x01(\x0e2\x19.switchyard.state.v1.MoveR\x04move\x12L\n" +
+	"\x0ffallback_reason\x18\x06 \x01(\x0e2#.switchyard.state.v1.FallbackReasonR\x0efallbackReason\x12!\n" +
+	"\ffallback_hop\x18\a \x01(\rR\vfallbackHop\x12\x14\n" +
+	"\x05probe\x18\b \x01(\bR\x05probe*\xc8\x01\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eOPERATION_TEXT\x10\x01\x12\x14\n" +
@@ -1065,7 +1047,7 @@ func file_switchyard_state_v1_state_proto_rawDescGZIP() []byte {
 }
 
 var file_switchyard_state_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_switchyard_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_switchyard_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_switchyard_state_v1_state_proto_goTypes = []any{
 	(Operation)(0),      // 0: switchyard.state.v1.Operation
 	(Mode)(0),           // 1: switchyard.state.v1.Mode
@@ -1074,26 +1056,25 @@ var file_switchyard_state_v1_state_proto_goTypes = []any{
 	(Move)(0),           // 4: switchyard.state.v1.Move
 	(FallbackReason)(0), // 5: switchyard.state.v1.FallbackReason
 	(*State)(nil),       // 6: switchyard.state.v1.State
-	(*Step)(nil),        // 7: switchyard.state.v1.Step
-	(*Attempt)(nil),     // 8: switchyard.state.v1.Attempt
-	(*Skip)(nil),        // 9: switchyard.state.v1.Skip
-	(*Header)(nil),      // 10: switchyard.state.v1.Header
-	(*Current)(nil),     // 11: switchyard.state.v1.Current
+	(*Attempt)(nil),     // 7: switchyard.state.v1.Attempt
+	(*Skip)(nil),        // 8: switchyard.state.v1.Skip
+	(*Header)(nil),      // 9: switchyard.state.v1.Header
+	(*Current)(nil),     // 10: switchyard.state.v1.Current
 }
 var file_switchyard_state_v1_state_proto_depIdxs = []int32{
 	0,  // 0: switchyard.state.v1.State.operation:type_name -> switchyard.state.v1.Operation
 	1,  // 1: switchyard.state.v1.State.mode:type_name -> switchyard.state.v1.Mode
 	2,  // 2: switchyard.state.v1.State.dialect:type_name -> switchyard.state.v1.Dialect
-	8,  // 3: switchyard.state.v1.State.attempts:type_name -> switchyard.state.v1.Attempt
-	9,  // 4: switchyard.state.v1.State.skips:type_name -> switchyard.state.v1.Skip
+	7,  // 3: switchyard.state.v1.State.attempts:type_name -> switchyard.state.v1.Attempt
+	8,  // 4: switchyard.state.v1.State.skips:type_name -> switchyard.state.v1.Skip
 	5,  // 5: switchyard.state.v1.State.reason:type_name -> switchyard.state.v1.FallbackReason
-	10, // 6: switchyard.state.v1.State.client_headers:type_name -> switchyard.state.v1.Header
-	11, // 7: switchyard.state.v1.State.current:type_name -> switchyard.state.v1.Current
-	4,  // 8: switchyard.state.v1.Step.move:type_name -> switchyard.state.v1.Move
-	5,  // 9: switchyard.state.v1.Step.reason:type_name -> switchyard.state.v1.FallbackReason
-	3,  // 10: switchyard.state.v1.Attempt.class:type_name -> switchyard.state.v1.Class
-	7,  // 11: switchyard.state.v1.Attempt.step:type_name -> switchyard.state.v1.Step
-	7,  // 12: switchyard.state.v1.Current.step:type_name -> switchyard.state.v1.Step
+	9,  // 6: switchyard.state.v1.State.client_headers:type_name -> switchyard.state.v1.Header
+	10, // 7: switchyard.state.v1.State.current:type_name -> switchyard.state.v1.Current
+	3,  // 8: switchyard.state.v1.Attempt.class:type_name -> switchyard.state.v1.Class
+	4,  // 9: switchyard.state.v1.Attempt.move:type_name -> switchyard.state.v1.Move
+	5,  // 10: switchyard.state.v1.Attempt.fallback_reason:type_name -> switchyard.state.v1.FallbackReason
+	4,  // 11: switchyard.state.v1.Current.move:type_name -> switchyard.state.v1.Move
+	5,  // 12: switchyard.state.v1.Current.fallback_reason:type_name -> switchyard.state.v1.FallbackReason
 	13, // [13:13] is the sub-list for method output_type
 	13, // [13:13] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
@@ -1112,7 +1093,7 @@ func file_switchyard_state_v1_state_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_state_v1_state_proto_rawDesc), len(file_switchyard_state_v1_state_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   6,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
