@@ -136,8 +136,8 @@ func (p *routeProcessor) openState() {
 	}
 	st, err := p.s.sealer.Open(sealed, p.requestID)
 	if err != nil {
-		p.s.metric.stateRejected(Reason(err))
-		p.s.log.Warn("attempt state rejected; the request is treated as new", "request", p.requestID, "reason", string(Reason(err)))
+		p.s.metric.stateRejected(RejectionReason(err))
+		p.s.log.Warn("attempt state rejected; the request is treated as new", "request", p.requestID, "reason", string(RejectionReason(err)))
 		return
 	}
 	p.state, p.reentry = st, true

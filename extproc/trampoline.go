@@ -33,8 +33,8 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	requestID := r.Header.Get(headerRequestID)
 	st, err := s.sealer.Open(r.Header.Get(HeaderState), requestID)
 	if err != nil {
-		s.metric.stateRejected(Reason(err))
-		s.log.Warn("trampoline: attempt state rejected", "request", requestID, "reason", string(Reason(err)))
+		s.metric.stateRejected(RejectionReason(err))
+		s.log.Warn("trampoline: attempt state rejected", "request", requestID, "reason", string(RejectionReason(err)))
 		http.Error(w, "switchyard trampoline: no valid attempt state", http.StatusBadGateway)
 		return
 	}

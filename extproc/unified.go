@@ -72,13 +72,13 @@ func (p *attemptProcessor) unifiedRouting(latencyMs int64) unifiedRouting {
 	}
 	for _, a := range p.state.GetAttempts() {
 		u.Attempts = append(u.Attempts, routedAttempt{
-			Deployment: a.GetDeploymentId(), Model: a.GetModel(), Move: moveName(a.GetStep().GetMove()),
+			Deployment: a.GetDeploymentId(), Model: a.GetModel(), Move: moveName(a.GetMove()),
 			LatencyMs: a.GetLatencyNanos() / 1e6, ErrorClass: className(a.GetClass()), ErrorKind: a.GetKind(),
 			Status: int(a.GetStatus()),
 		})
 	}
 	u.Attempts = append(u.Attempts, routedAttempt{
-		Deployment: cur.GetDeploymentId(), Model: cur.GetModel(), Move: moveName(cur.GetStep().GetMove()),
+		Deployment: cur.GetDeploymentId(), Model: cur.GetModel(), Move: moveName(cur.GetMove()),
 		LatencyMs: latencyMs, Status: p.status,
 	})
 	return u
