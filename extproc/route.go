@@ -61,28 +61,30 @@ func newRouteProcessor(s *Server, stream extprocv3.ExternalProcessor_ProcessServ
 
 func (p *routeProcessor) run() error {
 	ctx := p.stream.Context()
-	for msg := range pump(ctx, p.stream) {
-		if msg.err != nil {
-			return msg.err
+	for {
+		// No reader goroutine: the only wait (a backoff) watches the stream's context,
+		// which gRPC cancels when Envoy resets the stream.
+		req, err := p.stream.Recv()
+		if err != nil {
+			return err
 		}
 		began := p.s.clock.Now()
-		var err error
-		switch r := msg.req.GetRequest().(type) {
+		switch r := req.GetRequest().(type) {
 		case *extprocv3.ProcessingRequest_RequestHeaders:
 			if p.phase != routeAwaitHeaders {
-				return errUnexpected(RoleRoute, p.phase, msg.req)
+				return errUnexpected(RoleRoute, p.phase, req)
 			}
 			err = p.onRequestHeaders(r.RequestHeaders)
 			p.s.metric.observeMessage(RoleRoute, "request_headers", p.s.clock.Now().Sub(began))
 		case *extprocv3.ProcessingRequest_RequestBody:
 			if p.phase != routeAwaitBody {
-				return errUnexpected(RoleRoute, p.phase, msg.req)
+				return errUnexpected(RoleRoute, p.phase, req)
 			}
 			err = p.onRequestBody(ctx, r.RequestBody)
 		case *extprocv3.ProcessingRequest_RequestTrailers:
 			err = p.stream.Send(continueRequestTrailers())
 		default:
-			return errUnexpected(RoleRoute, p.phase, msg.req)
+			return errUnexpected(RoleRoute, p.phase, req)
 		}
 		if err != nil {
 			return err
@@ -96,7 +98,6 @@ func (p *routeProcessor) run() error {
 			return nil
 		}
 	}
-	return nil
 }
 
 func (p *routeProcessor) onRequestHeaders(h *extprocv3.HttpHeaders) error {
