@@ -83,7 +83,6 @@ func (f *fakeStream) none(t *testing.T) {
 	}
 }
 
-
 type rig struct {
 	srv   *Server
 	clock *fakeclock.Clock
