@@ -28,6 +28,13 @@ type activeStream struct {
 	redirectCh        chan *redirect
 	internallyCreated bool
 
+	// HCM timer inputs (stream_timers.go): decode activity from the codec, a route
+	// (re)resolution, the whole request having passed the decoder filters.
+	activity     chan struct{}
+	routeChanged chan struct{}
+	decodeDone   chan struct{}
+	remoteDone   remoteDoneFlag
+
 	mu         sync.Mutex
 	routeValid bool
 	cached     *resolvedRoute
@@ -57,6 +64,10 @@ func (h *hcmConfig) newStream(parent context.Context, headers *stream.Headers, r
 		chain:      stream.NewChain(len(h.filters)),
 		routes:     h.routes.Load(),
 		redirectCh: make(chan *redirect, 1),
+
+		activity:     make(chan struct{}, 1),
+		routeChanged: make(chan struct{}, 1),
+		decodeDone:   make(chan struct{}, 1),
 	}
 	// The route is resolved when the stream starts decoding (refreshCachedRoute in
 	// ActiveStream::decodeHeaders) and cached until a filter clears it.
@@ -72,6 +83,7 @@ func (st *activeStream) route() *resolvedRoute {
 	if !st.routeValid {
 		st.cached = st.routes.resolve(st.headers)
 		st.routeValid = true
+		notify(st.routeChanged) // setRoute → refreshIdleTimeout
 	}
 	return st.cached
 }
@@ -154,7 +166,9 @@ func (st *activeStream) run(out *downstreamWriter) passResult {
 	}
 	r := newRouter(st)
 	st.go_(func() { r.run(st.ctx) })
+	tm := st.startTimers()
 	defer func() {
+		tm.stop()
 		st.cancel()
 		st.wg.Wait()
 	}()
@@ -164,8 +178,27 @@ func (st *activeStream) run(out *downstreamWriter) passResult {
 			return passResult{clientGone: true}
 		case rd := <-st.redirectCh:
 			return passResult{redirect: rd}
+		case <-st.activity:
+			tm.resetIdle()
+		case <-st.routeChanged:
+			tm.idleTimeout = st.idleTimeout()
+			tm.resetIdle()
+		case <-st.decodeDone:
+			tm.request.stop() // disarmRequestTimeout
+		case <-tm.idle.c():
+			return st.timeoutReply(out, "stream timeout", "SI", "stream_idle_timeout")
+		case <-tm.request.c():
+			return st.timeoutReply(out, "request timeout", "", "request_overall_timeout")
+		case <-tm.duration.c():
+			return st.timeoutReply(out, "downstream duration timeout", "", "max_duration_timeout")
 		case <-st.chain.Out.Ready():
 			for _, fr := range st.chain.Out.Drain() {
+				// Every encode event resets the idle timer; the response starting
+				// disarms the request timer.
+				tm.resetIdle()
+				if fr.Kind == stream.KindHeaders || fr.Kind == stream.KindLocalReply {
+					tm.request.stop()
+				}
 				done, reset := out.write(st, fr)
 				if reset {
 					return passResult{reset: true}

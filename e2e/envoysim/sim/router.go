@@ -199,6 +199,10 @@ func (r *router) decodeHeaders(h *stream.Headers, end bool) {
 		r.localReply(404, "", "NR", "route_not_found")
 		return
 	}
+	if rr.route.direct != nil {
+		r.directResponse(rr.route.direct)
+		return
+	}
 	r.rr = rr
 	r.bufferLimit = r.st.bufferLimit()
 	c := r.st.hcm.s.cm.get(rr.cluster)
@@ -356,6 +360,7 @@ func (r *router) decodeTrailers(t *stream.Headers) {
 // onRequestComplete imitates Filter::onRequestComplete: the route timeout starts when
 // the whole request was received; per-try timeouts start once a connection exists.
 func (r *router) onRequestComplete() {
+	notify(r.st.decodeDone) // the HCM disarms request_timeout
 	r.downstreamEnd = true
 	r.requestComplete = time.Now()
 	if r.cur == nil {

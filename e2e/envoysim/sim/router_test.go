@@ -149,8 +149,9 @@ func TestRequestTimeoutHeader(t *testing.T) {
 	release := make(chan struct{})
 	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ *recorded) { <-release })
 	t.Cleanup(func() { close(release) }) // before the server's Close (cleanups run LIFO)
-	e := start(t, cfg{route: "timeout: 0s", clusters: []string{clusterYAML("a", "", []string{endpointYAML(a.addr(), "")})}})
-	r := await(t, e.do("GET", "/", "", "X-Cluster", "a", "x-envoy-upstream-rq-timeout-ms", "300"))
+	// An internal request (RFC1918 XFF): the HCM strips these headers from external ones.
+	e := start(t, cfg{route: "timeout: 0s", hcm: []string{"internal_address_config: {}"}, clusters: []string{clusterYAML("a", "", []string{endpointYAML(a.addr(), "")})}})
+	r := await(t, e.do("GET", "/", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-upstream-rq-timeout-ms", "300"))
 	mustOK(t, r, 504)
 	if r.body != "upstream request timeout" {
 		t.Fatalf("body %q", r.body)
@@ -188,8 +189,9 @@ func TestPerTryTimeoutBeforeAndAfterCommit(t *testing.T) {
 	e := start(t, cfg{
 		route:    `timeout: 0s, retry_policy: {retry_on: "reset", num_retries: 1, retry_back_off: {base_interval: 0.001s}}`,
 		clusters: []string{clusterYAML("a", "", []string{endpointYAML(a.addr(), "")})},
+		hcm:      []string{"internal_address_config: {}"}, // internal requests keep x-envoy-* headers
 	})
-	r := await(t, e.do("GET", "/slow-first", "", "X-Cluster", "a", "x-envoy-upstream-rq-per-try-timeout-ms", "200"))
+	r := await(t, e.do("GET", "/slow-first", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-upstream-rq-per-try-timeout-ms", "200"))
 	mustOK(t, r, 200)
 	if r.body != "second" {
 		t.Fatalf("body %q", r.body)
@@ -203,7 +205,7 @@ func TestPerTryTimeoutBeforeAndAfterCommit(t *testing.T) {
 		t.Fatalf("access log %+v", l)
 	}
 
-	r = await(t, e.do("GET", "/slow-body", "", "X-Cluster", "a", "x-envoy-upstream-rq-per-try-timeout-ms", "200"))
+	r = await(t, e.do("GET", "/slow-body", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-upstream-rq-per-try-timeout-ms", "200"))
 	mustOK(t, r, 200)
 	if r.body != "head-tail" {
 		t.Fatalf("body %q", r.body)

@@ -56,7 +56,7 @@ func New(cfg *Config, conn grpc.ClientConnInterface, cb stream.Callbacks, log *s
 	f := &Filter{
 		cfg:    cfg,
 		cb:     cb,
-		client: extprocv3.NewExternalProcessorClient(conn),
+		client: extprocv3.NewExternalProcessorClient(newLimitConn(conn, cfg.MaxReceiveMessageLength)),
 		log:    log,
 		events: make(chan grpcEvent),
 	}
