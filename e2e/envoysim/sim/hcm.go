@@ -134,6 +134,8 @@ func (h *hcmConfig) requestHeaders(r *http.Request) *stream.Headers {
 			hd.Add(lk, v)
 		}
 	}
+	// The codec's limits travel with the map (ext_proc checks mutations against them).
+	hd.SetLimits(h.limits.maxHeadersCount, h.limits.maxRequestHeadersKB*1024)
 	remote, _ := netip.ParseAddrPort(r.RemoteAddr)
 	h.mutateRequestHeaders(hd, remote.Addr())
 	if r.ProtoMajor == 1 {

@@ -117,3 +117,27 @@ func TestConnectionIdleTimeout(t *testing.T) {
 		t.Fatalf("connection not closed by the idle timeout: %v", err)
 	}
 }
+
+// ext_proc checks header mutations against the request map's limits, which are the
+// HCM's (MutationUtils::headerMutationResultCheck): 120 added headers fail with the
+// default 100 and pass with max_headers_count: 200.
+func TestExtProcMutationUsesHCMHeaderLimits(t *testing.T) {
+	kv := []string{}
+	for i := range 120 {
+		kv = append(kv, fmt.Sprintf("x-m%d", i), "v")
+	}
+	for _, c := range []struct {
+		hcm  []string
+		code int
+	}{{nil, 500}, {[]string{"common_http_protocol_options: {max_headers_count: 200}"}, 200}} {
+		ps := newProcServer(t)
+		u := newUpstream(t, nil)
+		e := start(t, cfg{procAddr: ps.addr, hcm: c.hcm, filters: []string{extProcYAML("route", "request_header_mode: SEND, response_header_mode: SKIP")},
+			clusters: []string{clusterYAML("a", "", []string{endpointYAML(u.addr(), "")})}})
+		ch := e.do("GET", "/", "", "X-Cluster", "a")
+		s := ps.next(t, "route")
+		s.Recv(t)
+		s.Send(t, reqHeadersResp(common(setHeaders(kv...))))
+		mustOK(t, await(t, ch), c.code)
+	}
+}

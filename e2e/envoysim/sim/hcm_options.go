@@ -8,6 +8,8 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim/stream"
 )
 
 // Defaults of HttpConnectionManagerConfig
@@ -19,8 +21,8 @@ import (
 const (
 	defaultStreamIdleTimeout  = 5 * time.Minute
 	defaultConnIdleTimeout    = time.Hour
-	defaultMaxHeadersCount    = 100
-	defaultMaxRequestHeadersK = 60
+	defaultMaxHeadersCount    = stream.DefaultMaxHeadersCount
+	defaultMaxRequestHeadersK = stream.DefaultMaxHeadersBytes / 1024
 )
 
 // hcmLimits are the HCM's timeouts and codec limits.

@@ -12,13 +12,11 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim/stream"
 )
 
-// HCM header limits: common_http_protocol_options.max_headers_count (default 100) and
-// max_request_headers_kb (default 60), used by MutationUtils::responseHeaderSizeCheck
-// and headerMutationResultCheck.
-const (
-	maxHeadersCount = 100
-	maxHeadersBytes = 60 * 1024
-)
+// Header limits come from the header map (HeaderMap::maxHeadersCount/maxHeadersKb,
+// stream.Headers.Limits): the HCM's common_http_protocol_options.max_headers_count
+// (default 100) and max_request_headers_kb (default 60) for request headers, used by
+// MutationUtils::responseHeaderSizeCheck and headerMutationResultCheck.
+const maxHeadersCount = stream.DefaultMaxHeadersCount
 
 type checkOp int
 
@@ -184,9 +182,10 @@ func authorityIsValid(v string) bool {
 // flag is honoured (append_action is ignored by ext_proc, envoy#36982); content-length
 // sets are skipped when the body mode strips content-length.
 func applyHeaderMutations(m *extprocv3.HeaderMutation, h *stream.Headers, replacingMessage bool, c *checker, removeContentLength bool) error {
-	if len(m.GetRemoveHeaders()) > maxHeadersCount || len(m.GetSetHeaders()) > maxHeadersCount {
+	maxCount, maxBytes := h.Limits()
+	if len(m.GetRemoveHeaders()) > maxCount || len(m.GetSetHeaders()) > maxCount {
 		return envoyErrorf("Header mutation remove header count %d or set header count %d exceed the HCM header countlimit %d",
-			len(m.GetRemoveHeaders()), len(m.GetSetHeaders()), maxHeadersCount)
+			len(m.GetRemoveHeaders()), len(m.GetSetHeaders()), maxCount)
 	}
 	for _, name := range m.GetRemoveHeaders() {
 		if !headerNameIsValid(name) {
@@ -244,9 +243,9 @@ func applyHeaderMutations(m *extprocv3.HeaderMutation, h *stream.Headers, replac
 		}
 	}
 	// headerMutationResultCheck.
-	if h.Len() > maxHeadersCount || h.ByteSize() > maxHeadersBytes {
+	if h.Len() > maxCount || h.ByteSize() > maxBytes {
 		return envoyErrorf("Header mutation causes end result header count %d or header size %d bytes, exceeding the count limit %d or the size limit %d kilobytes",
-			h.Len(), h.ByteSize(), maxHeadersCount, maxHeadersBytes/1024)
+			h.Len(), h.ByteSize(), maxCount, maxBytes/1024)
 	}
 	return nil
 }
