@@ -60,7 +60,7 @@ func TestExtProcMaxReceiveMessageLength(t *testing.T) {
 func TestExtProcReceiveUnlimitedByDefault(t *testing.T) {
 	ps := newProcServer(t)
 	u := newUpstream(t, nil)
-	e := start(t, cfg{procAddr: ps.addr, filters: []string{extProcLimitYAML("")},
+	e := start(t, cfg{procAddr: ps.addr, filters: []string{extProcLimitYAML("", "message_timeout: 5s")}, // 5 MiB takes a while under -race
 		clusters: []string{clusterYAML("a", "", []string{endpointYAML(u.addr(), "")})}})
 	ch := e.do("GET", "/", "", "X-Cluster", "a")
 	s := ps.next(t, "route")
