@@ -1,0 +1,270 @@
+package extproc
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+	"github.com/switchyard-gw/switchyard/routing"
+)
+
+// The sealed attempt state (DESIGN.md, "Attempt state") travels through Envoy as dynamic
+// metadata and as the x-switchyard-state header, where a client can see it and forge it. It is
+// sealed with AES-256-GCM under keys shared by the replicas, so that any replica can open what
+// another sealed, and nobody else can read or change it:
+//
+//	base64url-no-padding( version | key id | nonce (12) | ciphertext | tag (16) )
+//
+// with the two leading bytes and the request id as additional authenticated data, so a state
+// is only valid for the request it was sealed for. It expires at the request's deadline.
+const (
+	sealVersion = 1
+	nonceSize   = 12
+	headerSize  = 2 + nonceSize
+	// MaxSealedLen bounds a sealed state as it travels (base64 characters). Open refuses
+	// anything longer before decoding it, and Seal refuses to produce it: Envoy's default
+	// header map limit is 60 KiB for all headers together.
+	MaxSealedLen = 32 << 10
+	// KeySize is the length of a state key (AES-256).
+	KeySize = 32
+)
+
+var b64 = base64.RawURLEncoding
+
+// RejectReason says why Open refused a state, as the label of
+// switchyard_state_rejected_total{reason}.
+type RejectReason string
+
+const (
+	// RejectMalformed: not base64url, too short or too long, an unknown format version, or
+	// a plaintext that does not parse.
+	RejectMalformed RejectReason = "malformed"
+	// RejectUnknownKey: sealed under a key this replica does not hold (rotated out, or
+	// another deployment's).
+	RejectUnknownKey RejectReason = "unknown_key"
+	// RejectAuthFailed: authentication failed: a wrong key with a colliding id, a tampered
+	// byte, or a state sealed for another request id.
+	RejectAuthFailed RejectReason = "auth_failed"
+	// RejectExpired: the request's deadline has passed.
+	RejectExpired RejectReason = "expired"
+)
+
+// OpenError is Open's error: a reason to count and the detail to log.
+type OpenError struct {
+	Reason RejectReason
+	Err    error
+}
+
+func (e *OpenError) Error() string { return "attempt state " + string(e.Reason) + ": " + e.Err.Error() }
+
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// RejectionReason returns why err rejected a state, or "" when err is not an *OpenError.
+func RejectionReason(err error) RejectReason {
+	var oe *OpenError
+	if errors.As(err, &oe) {
+		return oe.Reason
+	}
+	return ""
+}
+
+func reject(r RejectReason, format string, args ...any) error {
+	return &OpenError{Reason: r, Err: fmt.Errorf(format, args...)}
+}
+
+// Sealer seals and opens attempt states. It is safe for concurrent use: its fields are set
+// once by NewSealer, and cipher.AEAD from crypto/aes is stateless.
+type Sealer struct {
+	current  sealKey
+	previous *sealKey
+	clock    routing.Clock
+	rand     io.Reader
+	// scratch holds *[]byte working buffers, so a seal allocates only its result and an
+	// open only the state (every redirect pays both).
+	scratch sync.Pool
+}
+
+type sealKey struct {
+	id   byte
+	aead cipher.AEAD
+}
+
+// SealerOptions are NewSealer's injectable parts.
+type SealerOptions struct {
+	// Clock decides expiry; the wall clock when nil.
+	Clock routing.Clock
+	// Rand supplies nonces; crypto/rand when nil. Only tests replace it.
+	Rand io.Reader
+}
+
+// NewSealer returns a Sealer that seals under keys.Current and opens states sealed under
+// keys.Current or keys.Previous, so replicas can rotate keys without dropping requests: first
+// add the new key as previous everywhere, then swap current and previous, then drop the old.
+func NewSealer(keys Keys, opts SealerOptions) (*Sealer, error) {
+	cur, err := newSealKey(keys.Current)
+	if err != nil {
+		return nil, fmt.Errorf("current state key: %w", err)
+	}
+	s := &Sealer{current: cur, clock: opts.Clock, rand: opts.Rand}
+	if keys.Previous != nil {
+		prev, err := newSealKey(keys.Previous)
+		if err != nil {
+			return nil, fmt.Errorf("previous state key: %w", err)
+		}
+		if prev.id == cur.id {
+			// The id picks the key without trial decryption; two keys sharing one would make
+			// every state of one of them fail (and identical keys are a mistake anyway).
+			return nil, errors.New("the previous state key has the same key id as the current one (or is the same key): generate another key")
+		}
+		s.previous = &prev
+	}
+	if s.clock == nil {
+		s.clock = routing.SystemClock{}
+	}
+	if s.rand == nil {
+		s.rand = rand.Reader
+	}
+	return s, nil
+}
+
+func newSealKey(k []byte) (sealKey, error) {
+	if len(k) != KeySize {
+		return sealKey{}, fmt.Errorf("a state key is %d bytes, got %d", KeySize, len(k))
+	}
+	block, err := aes.NewCipher(k)
+	if err != nil {
+		return sealKey{}, fmt.Errorf("creating AES cipher: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return sealKey{}, fmt.Errorf("creating GCM: %w", err)
+	}
+	return sealKey{id: keyID(k), aead: aead}, nil
+}
+
+// keyID derives a key's id from the key itself, so every replica agrees on it whatever the
+// order of its configured keys, and the id reveals nothing usable about the key.
+func keyID(k []byte) byte {
+	h := sha256.New()
+	h.Write([]byte("switchyard state key id\x00"))
+	h.Write(k)
+	return h.Sum(nil)[0]
+}
+
+func (s *Sealer) key(id byte) *sealKey {
+	switch {
+	case id == s.current.id:
+		return &s.current
+	case s.previous != nil && id == s.previous.id:
+		return s.previous
+	}
+	return nil
+}
+
+// getScratch returns a working buffer of length n.
+func (s *Sealer) getScratch(n int) *[]byte {
+	if p, ok := s.scratch.Get().(*[]byte); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func (s *Sealer) putScratch(p *[]byte) {
+	if cap(*p) <= 2*MaxSealedLen {
+		s.scratch.Put(p)
+	}
+}
+
+// Seal returns st sealed under the current key, bound to st.RequestId.
+func (s *Sealer) Seal(st *statev1.State) (string, error) {
+	k := &s.current
+	id := st.GetRequestId()
+	size := proto.Size(st)
+	// Scratch layout: additional data | sealed blob | its base64.
+	ad, blob := 2+len(id), headerSize+size+k.aead.Overhead()
+	if b64.EncodedLen(blob) > MaxSealedLen {
+		return "", fmt.Errorf("sealing the attempt state: %d bytes sealed, above the limit of %d", b64.EncodedLen(blob), MaxSealedLen)
+	}
+	p := s.getScratch(ad + blob + b64.EncodedLen(blob))
+	defer s.putScratch(p)
+	buf := *p
+	buf[0], buf[1] = sealVersion, k.id
+	copy(buf[2:ad], id)
+	raw := buf[ad : ad+headerSize : ad+blob]
+	raw[0], raw[1] = sealVersion, k.id
+	if _, err := io.ReadFull(s.rand, raw[2:headerSize]); err != nil {
+		return "", fmt.Errorf("sealing the attempt state: reading a nonce: %w", err)
+	}
+	plain, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(raw[headerSize:headerSize], st)
+	if err != nil {
+		return "", fmt.Errorf("sealing the attempt state: marshalling: %w", err)
+	}
+	if len(plain) != size {
+		return "", fmt.Errorf("sealing the attempt state: marshalled %d bytes, sized %d (modified concurrently?)", len(plain), size)
+	}
+	// In place: the ciphertext overwrites the plaintext (cipher.AEAD allows exact overlap).
+	sealed := k.aead.Seal(raw, raw[2:headerSize], plain, buf[:ad])
+	out := buf[ad+blob:]
+	b64.Encode(out, sealed)
+	return string(out), nil
+}
+
+// Open verifies and decrypts a sealed state for request requestID. Every error is an
+// *OpenError; RejectionReason tells which kind.
+func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
+	if len(sealed) > MaxSealedLen {
+		return nil, reject(RejectMalformed, "%d bytes, above the limit of %d", len(sealed), MaxSealedLen)
+	}
+	// Scratch layout: additional data | decoded blob.
+	ad := 2 + len(requestID)
+	p := s.getScratch(ad + b64.DecodedLen(len(sealed)))
+	defer s.putScratch(p)
+	buf := *p
+	n, err := b64.Decode(buf[ad:], []byte(sealed))
+	if err != nil {
+		return nil, reject(RejectMalformed, "decoding base64url: %w", err)
+	}
+	raw := buf[ad : ad+n]
+	if len(raw) < headerSize+16 {
+		return nil, reject(RejectMalformed, "%d bytes, too short", len(raw))
+	}
+	if raw[0] != sealVersion {
+		return nil, reject(RejectMalformed, "unknown format version %d", raw[0])
+	}
+	k := s.key(raw[1])
+	if k == nil {
+		return nil, reject(RejectUnknownKey, "sealed under key id %d, not held here", raw[1])
+	}
+	buf[0], buf[1] = raw[0], raw[1]
+	copy(buf[2:ad], requestID)
+	plain, err := k.aead.Open(raw[headerSize:headerSize], raw[2:headerSize], raw[headerSize:], buf[:ad])
+	if err != nil {
+		return nil, reject(RejectAuthFailed, "request %q: %w", requestID, err)
+	}
+	// Unmarshal copies strings and bytes out of plain, so the scratch may be reused.
+	st := &statev1.State{}
+	if err := proto.Unmarshal(plain, st); err != nil {
+		// Authentic but unparseable: only a replica with an incompatible schema seals that.
+		return nil, reject(RejectMalformed, "unmarshalling: %w", err)
+	}
+	if st.GetRequestId() != requestID {
+		// The additional data already binds the request id; this guards the schema.
+		return nil, reject(RejectAuthFailed, "sealed for request %q, not %q", st.GetRequestId(), requestID)
+	}
+	if dl := time.Unix(0, st.GetDeadlineUnixNano()); !s.clock.Now().Before(dl) {
+		return nil, reject(RejectExpired, "the deadline %s has passed", dl.UTC().Format(time.RFC3339Nano))
+	}
+	return st, nil
+}
