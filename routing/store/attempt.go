@@ -140,6 +140,29 @@ func InHealthWindow(bucket, minute int64) bool {
 	return bucket > minute-int64(HealthBuckets) && bucket <= minute
 }
 
+// HealthBucket is one minute of the health window.
+type HealthBucket struct {
+	Minute              int64
+	Successes, Failures int64
+}
+
+// Record adds an outcome of minute m to b, the bucket in m's slot. A newer minute resets the
+// bucket; a minute older than the one it holds lies outside every window that still reads the
+// bucket (a replica whose clock lags) and is dropped.
+func (b *HealthBucket) Record(m int64, success bool) {
+	switch {
+	case m < b.Minute:
+		return
+	case m > b.Minute:
+		*b = HealthBucket{Minute: m}
+	}
+	if success {
+		b.Successes++
+	} else {
+		b.Failures++
+	}
+}
+
 // MinuteOf is the per-minute bucket index of t (Unix minutes), shared by every store so
 // replicas agree on bucket boundaries.
 func MinuteOf(t time.Time) int64 { return t.Unix() / 60 }

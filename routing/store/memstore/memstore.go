@@ -53,16 +53,11 @@ type deployment struct {
 	latency, throughput       float64
 	hasLatency, hasThroughput bool
 
-	health [store.HealthBuckets]healthBucket
+	health [store.HealthBuckets]store.HealthBucket
 
 	// counted remembers requests that already counted a failure (SPEC §5.3).
 	counted      map[string]time.Time
 	countedSweep time.Time
-}
-
-type healthBucket struct {
-	minute              int64
-	successes, failures int64
 }
 
 func (s *Store) dep(id string) *deployment {
@@ -94,9 +89,9 @@ func (s *Store) ReadStates(_ context.Context, now time.Time, refs []store.Deploy
 		m.LatencyEWMA, m.HasLatency = d.latency, d.hasLatency
 		m.ThroughputEWMA, m.HasThroughput = d.throughput, d.hasThroughput
 		for _, b := range d.health {
-			if store.InHealthWindow(b.minute, minute) {
-				m.Successes += b.successes
-				m.Failures += b.failures
+			if store.InHealthWindow(b.Minute, minute) {
+				m.Successes += b.Successes
+				m.Failures += b.Failures
 			}
 		}
 		out[i].Circuit = d.circuit
@@ -200,15 +195,7 @@ func (d *deployment) rollMinute(now time.Time) {
 
 func (d *deployment) recordHealth(now time.Time, success bool) {
 	minute := store.MinuteOf(now)
-	b := &d.health[store.HealthSlot(minute)]
-	if b.minute != minute {
-		*b = healthBucket{minute: minute}
-	}
-	if success {
-		b.successes++
-	} else {
-		b.failures++
-	}
+	d.health[store.HealthSlot(minute)].Record(minute, success)
 }
 
 // alreadyCounted reports whether requestID already counted a failure here (SPEC §5.3).

@@ -142,9 +142,8 @@ end
 
 -- Health is store.HealthBuckets one-minute buckets (SPEC §3.5): slot store.HealthSlot(minute)
 -- (minute mod the count, 1-based here) of st.h holds "minute:successes:failures" for the
--- latest minute written there. A newer minute resets the
--- slot; a write for an older minute than the slot holds belongs outside the window and is
--- dropped.
+-- latest minute written there: store.HealthBucket.Record (a newer minute resets the slot; a
+-- write for an older minute than the slot holds belongs outside the window and is dropped).
 local function record_health(st, success)
   local slots, pos = {}, 1
   for i = 1, health_buckets do
