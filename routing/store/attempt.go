@@ -127,7 +127,7 @@ const HealthWindow = 10 * time.Minute
 
 // HealthBuckets is the number of one-minute health buckets: bucket minute m lives in slot
 // HealthSlot(m), and a read at minute counts the buckets InHealthWindow. redisstore's Lua
-// (lua/common.lua HEALTH_BUCKETS, lua/finish.lua record_health) mirrors this layout; the
+// (lua/finish.lua record_health, which gets the count from Go) mirrors this layout; the
 // conformance suite holds it to it.
 const HealthBuckets = int(HealthWindow / time.Minute)
 
