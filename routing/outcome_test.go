@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/store"
 	"github.com/switchyard-gw/switchyard/routing/store/memstore"
@@ -114,5 +117,59 @@ func TestLateFailureAfterRecoveryKeepsCircuitClosed(t *testing.T) {
 	}
 	if d := e.decide(e.request("m"), nil); d.Action != routing.ActionAttempt || d.Deployment.ID != "a" {
 		t.Fatalf("after the late failure the deployment is not available: %+v", d)
+	}
+}
+
+// TestProbeFreedWhenOwnerEndsWithoutVerdict: the probe owner's attempt ends with a request
+// fault (no verdict on recovery); the next request probes at once instead of being told to
+// wait halfOpenProbeSeconds (SPEC §5.4).
+func TestProbeFreedWhenOwnerEndsWithoutVerdict(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(allowedFails(0)), dep("a", "m")))
+	opener := e.request("m")
+	e.run(opener, &routing.History{}, e.mustAttempt(opener, nil), serverErr)
+	e.clock.Advance(5 * time.Second) // cooldownSeconds: half-open
+
+	owner := e.request("m")
+	dp := e.mustAttempt(owner, nil)
+	if !dp.Probe {
+		t.Fatalf("decision at half-open is not the probe: %+v", dp)
+	}
+	if stop := e.mustStop(e.request("m"), nil); stop.Code != "model_overloaded" {
+		t.Fatalf("a second request while the probe runs: %+v, want model_overloaded", stop)
+	}
+	tr, err := e.router.FinishAttempt(context.Background(), owner, dp.Deployment, "owner/0", routing.Result{Classification: badRequest, Started: e.router.Now()})
+	if err != nil || !tr.ProbeReleased {
+		t.Fatalf("the owner's request fault: %+v %v, want the probe released", tr, err)
+	}
+	if d := e.mustAttempt(e.request("m"), nil); !d.Probe || d.Deployment.ID != "a" {
+		t.Fatalf("the next request after the release: %+v, want the probe on a", d)
+	}
+}
+
+// TestQuarantineStaysUnavailableAfterFailedProbe: a quarantined deployment whose probe fails
+// stays quarantined: the stop is still model_unavailable, and the next cooldown doubles the
+// quarantine's (SPEC §5.4, §5.6, §7.5).
+func TestQuarantineStaysUnavailableAfterFailedProbe(t *testing.T) {
+	e := newEnv(t, cfgOf(settings(func(rs *configv1.RouterSettings) { rs.ConfigurationCooldownSeconds = proto.Uint32(40) }), dep("a", "m")), withRand(fixedRand(0)))
+	first := e.request("m")
+	e.run(first, &routing.History{}, e.mustAttempt(first, nil), badKey)
+	if stop := e.mustStop(e.request("m"), nil); stop.Code != "model_unavailable" {
+		t.Fatalf("while quarantined: %+v, want model_unavailable", stop)
+	}
+	e.clock.Advance(40 * time.Second)
+	probe := e.request("m")
+	dp := e.mustAttempt(probe, nil)
+	if !dp.Probe {
+		t.Fatalf("decision after the quarantine is not the probe: %+v", dp)
+	}
+	tr, err := e.router.FinishAttempt(context.Background(), probe, dp.Deployment, "probe/0", routing.Result{Classification: serverErr, Started: e.router.Now()})
+	if err != nil || !tr.Reopened {
+		t.Fatalf("failed probe: %+v %v", tr, err)
+	}
+	if got := tr.Circuit.OpenUntil.Sub(e.clock.Now()); got != 80*time.Second {
+		t.Fatalf("cooldown after the failed probe = %v, want 80 s (the 40 s quarantine doubled)", got)
+	}
+	if stop := e.mustStop(e.request("m"), nil); stop.Code != "model_unavailable" {
+		t.Fatalf("after the failed probe: %+v, want model_unavailable (still quarantined)", stop)
 	}
 }
