@@ -81,6 +81,8 @@ type Router struct {
 	clock  Clock
 	rand   Rand
 	log    *slog.Logger
+	// recordTimeout bounds the store calls that record an attempt (Options.RecordTimeout).
+	recordTimeout time.Duration
 
 	scratch sync.Pool // *scratch, reused across decisions to keep them allocation-light
 }
@@ -90,11 +92,21 @@ type Options struct {
 	Clock  Clock
 	Rand   Rand
 	Logger *slog.Logger
+	// RecordTimeout bounds StartAttempt and FinishAttempt, which run detached from their
+	// caller's cancellation (default DefaultRecordTimeout).
+	RecordTimeout time.Duration
 }
+
+// DefaultRecordTimeout bounds recording an attempt: several store operations (a Redis one of
+// 250 ms at most, then the local fallback), far below any request's budget.
+const DefaultRecordTimeout = time.Second
 
 // New returns a Router reading configuration from cfg and state from st.
 func New(cfg ConfigSource, st Store, opts Options) *Router {
-	r := &Router{config: cfg, store: st, clock: opts.Clock, rand: opts.Rand, log: opts.Logger}
+	r := &Router{config: cfg, store: st, clock: opts.Clock, rand: opts.Rand, log: opts.Logger, recordTimeout: opts.RecordTimeout}
+	if r.recordTimeout <= 0 {
+		r.recordTimeout = DefaultRecordTimeout
+	}
 	if r.clock == nil {
 		r.clock = SystemClock{}
 	}
