@@ -305,6 +305,7 @@ func (c *filterCallbacks) BufferLimit() int                  { return c.st.buffe
 func (c *filterCallbacks) IsUpstream() bool                  { return c.u != nil }
 func (c *filterCallbacks) Context() context.Context          { return c.ctx }
 func (c *filterCallbacks) Go(fn func())                      { c.st.go_(fn) }
+func (c *filterCallbacks) Inc(counter string)                { c.st.hcm.s.stats.inc(counter) }
 
 // attrSource answers ext_proc attribute lookups (the CEL activation's StreamInfo).
 type attrSource struct {

@@ -427,10 +427,11 @@ func (r *router) onAttemptFrame(u *upstreamRequest, fr stream.Frame) {
 	case stream.KindReset:
 		r.onUpstreamReset(u, resetReason(fr.Reset.Reason), fr.Reset.Detail)
 	case stream.KindLocalReply:
-		// A local reply from an upstream filter goes to the downstream stream and is
-		// final: never retried (UpstreamFilterManager::sendLocalReply;
-		// http_protocol_options.proto "local errors sent by upstream HTTP filters will
-		// not trigger retries").
+		// A local reply of the upstream filter manager (e.g. a buffer over its limit;
+		// an upstream ext_proc never sends one, see Filter::sendImmediateResponse) goes
+		// to the downstream stream and is final: never retried
+		// (UpstreamFilterManager::sendLocalReply; http_protocol_options.proto "local
+		// errors sent by upstream HTTP filters will not trigger retries").
 		r.out.Push(fr)
 		r.done = true
 	}

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 )
 
 const previousPriorities = `retry_priority: {name: envoy.retry_priorities.previous_priorities, typed_config: {"@type": type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig, update_frequency: 1}}`
@@ -254,37 +252,6 @@ func TestUpstreamResetAfterCommitResetsClient(t *testing.T) {
 	}
 	a.next(t)
 	a.none(t)
-}
-
-// ImmediateResponse from an upstream filter is final: never retried, even when its
-// status is retriable (http_protocol_options.proto upstream filters).
-func TestImmediateResponseFromUpstreamFilterIsFinal(t *testing.T) {
-	ps := newProcServer(t)
-	a := newUpstream(t, nil)
-	up := extProcYAML("attempt", "request_header_mode: SEND, response_header_mode: SKIP")
-	e := start(t, cfg{procAddr: ps.addr,
-		route:    `retry_policy: {retry_on: "5xx,reset", num_retries: 3}`,
-		clusters: []string{clusterYAML("a", upstreamFiltersYAML(up), []string{endpointYAML(a.addr(), "")})},
-	})
-	res := e.do("GET", "/", "", "X-Cluster", "a")
-	st := ps.next(t, "attempt")
-	st.Recv(t)
-	st.Send(t, &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
-		Status: &typev3.HttpStatus{Code: typev3.StatusCode_ServiceUnavailable}, Body: []byte("final"),
-	}}})
-	r := await(t, res)
-	mustOK(t, r, 503)
-	if r.body != "final" {
-		t.Fatalf("body %q", r.body)
-	}
-	if err := st.WaitEnd(t); grpcCode(err) != "Canceled" {
-		t.Fatalf("stream end %v", err)
-	}
-	ps.none(t, "attempt")
-	a.none(t)
-	if l := e.nextLog(); l.Attempts != 1 {
-		t.Fatalf("access log %+v", l)
-	}
 }
 
 // Route timeout default 15 s is applied when not configured; "timeout: 0s" disables

@@ -461,9 +461,24 @@ func (f *Filter) handleErrorResponse(err error) {
 
 // sendImmediateResponse imitates Filter::sendImmediateResponse: status < 200 or unset
 // → 200; header mutations checked with the filter's mutation_rules; details have
-// whitespace replaced (StringUtil::replaceAllEmptySpace). From an upstream filter the
-// reply goes to the downstream stream and is final (never retried).
+// whitespace replaced (StringUtil::replaceAllEmptySpace); grpc_status passed on for
+// gRPC requests.
+//
+// In an upstream (cluster) filter it returns at once and counts
+// send_immediate_resp_upstream_ignored: this covers an ImmediateResponse from the
+// processor and every error reply of the filter itself (onMessageTimeout,
+// onGrpcError, the error branch of onReceiveMessage, all without
+// failure_mode_allow). The callers have already marked processing complete and
+// closed the gRPC stream; nothing resumes the held request or response, so the
+// client waits for a router timeout (per-try or route). sent_immediate_response_
+// stays false, so openStream then answers IgnoreError and the filter continues
+// unprocessed.
 func (f *Filter) sendImmediateResponse(ir *extprocv3.ImmediateResponse) {
+	if f.cb.IsUpstream() {
+		f.cb.Inc("ext_proc.send_immediate_resp_upstream_ignored")
+		f.log.Debug("Ignoring send immediate response when ext_proc filter is in upstream")
+		return
+	}
 	code := 200
 	if ir.GetStatus() != nil {
 		code = int(ir.GetStatus().GetCode())

@@ -90,6 +90,9 @@ type Callbacks interface {
 	Go(fn func())
 	// Context is cancelled when the filter is destroyed.
 	Context() context.Context
+	// Inc increments the named counter (Envoy's filter stats, e.g.
+	// "ext_proc.send_immediate_resp_upstream_ignored").
+	Inc(counter string)
 }
 
 // Metadata is a concurrency-safe dynamic metadata store (StreamInfo::dynamicMetadata).
