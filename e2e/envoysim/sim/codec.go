@@ -105,6 +105,14 @@ func (o *oneConn) close() {
 // upstream filters (acceptHeadersFromRouter calls conn_pool_->newStream before the
 // filters run), and sends the request once both the headers and the connection are
 // there (UpstreamCodecFilter waits for onPoolReady).
+//
+// A failed connect becomes the attempt's reset only after a flush marker, pushed by
+// the router behind everything it already passed to the attempt, went through the
+// upstream filters: in Envoy the filters run on the headers (and on whatever body
+// the router already passed) synchronously in acceptHeadersFromRouter /
+// acceptDataFromRouter, and onPoolFailure → onResetStream comes in a later event, so
+// an upstream ext_proc has opened its stream and sent request_headers before the
+// attempt is reset and its stream cancelled.
 func (cd *codec) run() {
 	u := cd.u
 	dialed := make(chan dialResult, 1)
@@ -112,6 +120,7 @@ func (cd *codec) run() {
 	var oc *oneConn
 	var reqHeaders *stream.Headers
 	var reqEnd, sent bool
+	var failed *dialResult
 	body := stream.NewQueue[stream.Frame]()
 	defer func() {
 		if oc != nil {
@@ -124,19 +133,24 @@ func (cd *codec) run() {
 			return
 		case res := <-dialed:
 			if res.err != nil {
-				if u.ctx.Err() == nil {
-					// UpstreamRequest::onPoolFailure mimics an upstream reset.
-					u.event(attemptEvent{kind: evReset, reason: res.reason, detail: res.detail})
-				}
-				return
+				failed = &res
+				u.event(attemptEvent{kind: evPoolFailed})
+				continue
 			}
 			oc = &oneConn{conn: res.conn}
 			u.event(attemptEvent{kind: evPoolReady})
 		case <-cd.in.Ready():
 			for _, fr := range cd.in.Drain() {
-				if fr.Kind == stream.KindHeaders {
+				switch fr.Kind {
+				case stream.KindFlush:
+					if failed != nil && u.ctx.Err() == nil {
+						// UpstreamRequest::onPoolFailure mimics an upstream reset.
+						u.event(attemptEvent{kind: evReset, reason: failed.reason, detail: failed.detail})
+						return
+					}
+				case stream.KindHeaders:
 					reqHeaders, reqEnd = fr.Headers, fr.End
-				} else {
+				default:
 					body.Push(fr)
 				}
 			}

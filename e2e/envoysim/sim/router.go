@@ -399,6 +399,10 @@ func (r *router) onAttemptEvent(u *upstreamRequest, ev attemptEvent) {
 		} else {
 			u.createPerTryOnComplete = true
 		}
+	case evPoolFailed:
+		// Everything this router already passed to the attempt reaches the upstream
+		// filters before the failure does (see codec.run).
+		u.chain.In.Push(stream.FlushFrame())
 	case evReset:
 		r.onUpstreamReset(u, ev.reason, ev.detail)
 	}

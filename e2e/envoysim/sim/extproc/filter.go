@@ -100,10 +100,12 @@ func (f *Filter) Run(ctx context.Context, io stream.IO) {
 
 // onFrame dispatches the filter callbacks (decode*/encode* in ext_proc.cc).
 func (f *Filter) onFrame(d *direction, fr stream.Frame) {
-	if f.replied {
+	if f.replied && fr.Kind != stream.KindFlush {
 		return
 	}
 	switch fr.Kind {
+	case stream.KindFlush:
+		d.out.Push(fr)
 	case stream.KindLocalReply, stream.KindReset:
 		// Local replies from later filters bypass this filter (filter_manager.cc
 		// sendLocalReply; ext_proc does not see local replies since 1.34), and an
