@@ -92,6 +92,17 @@ func (o *oneConn) dial(context.Context, string, string) (net.Conn, error) {
 	return c, nil
 }
 
+// speaksH2 reports whether the attempt will speak HTTP/2: ALPN over TLS, else the
+// cluster's explicit protocol.
+func (o *oneConn) speaksH2(h *host) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if tc, ok := o.conn.(*tls.Conn); ok {
+		return tc.ConnectionState().NegotiatedProtocol == "h2"
+	}
+	return h.cluster.protocol == protoHTTP2
+}
+
 func (o *oneConn) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -157,7 +168,7 @@ func (cd *codec) run() {
 		}
 		if !sent && oc != nil && reqHeaders != nil {
 			sent = true
-			req := cd.buildRequest(reqHeaders, reqEnd, body)
+			req := cd.buildRequest(reqHeaders, reqEnd, body, oc.speaksH2(u.host))
 			tr := cd.transport(oc)
 			u.st.go_(func() { cd.roundTrip(tr, req) })
 		}
@@ -165,7 +176,10 @@ func (cd *codec) run() {
 }
 
 // buildRequest turns the request header map into an HTTP request for the host.
-func (cd *codec) buildRequest(h *stream.Headers, end bool, body *stream.Queue[stream.Frame]) *http.Request {
+// Request trailers go only to HTTP/2 upstreams: Envoy's HTTP/1 codec drops them
+// unless http_protocol_options.enable_trailers, which envoysim does not accept
+// (source/common/http/http1/codec_impl.cc StreamEncoderImpl::encodeTrailersBase).
+func (cd *codec) buildRequest(h *stream.Headers, end bool, body *stream.Queue[stream.Frame], h2 bool) *http.Request {
 	u := cd.u
 	scheme := "http"
 	if u.host.tls != nil {
@@ -199,21 +213,33 @@ func (cd *codec) buildRequest(h *stream.Headers, end bool, body *stream.Queue[st
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = nil // Envoy adds no user-agent; neither does Go then
 	}
+	wrote := make(chan struct{})
+	var wroteOnce sync.Once
 	if end {
 		req.Body = http.NoBody
 		req.ContentLength = 0
 	} else {
 		pr, pw := io.Pipe()
 		req.Body = pr
-		u.st.go_(func() { cd.pumpRequestBody(body, pw) })
+		if h2 {
+			// Go's HTTP/2 client sends whatever req.Trailer holds once the body ends,
+			// and announces the keys present now in its own `trailer` header.
+			req.Trailer = declaredTrailers(h)
+			delete(req.Header, "trailer")
+		}
+		u.st.go_(func() { cd.pumpRequestBody(body, pw, req.Trailer, wrote) })
 	}
-	trace := &httptrace.ClientTrace{WroteHeaders: func() { u.started.Store(true) }}
+	trace := &httptrace.ClientTrace{WroteHeaders: func() {
+		u.started.Store(true)
+		wroteOnce.Do(func() { close(wrote) })
+	}}
 	return req.WithContext(httptrace.WithClientTrace(u.ctx, trace))
 }
 
-// pumpRequestBody streams the request body to the upstream. Request trailers cannot
-// be declared in advance to Go's client and are dropped.
-func (cd *codec) pumpRequestBody(body *stream.Queue[stream.Frame], pw *io.PipeWriter) {
+// pumpRequestBody streams the request body to the upstream, and the request trailers
+// into trailer (nil: not sent). The trailer map is filled only after the request
+// headers were written, when Go's client no longer reads it until the body ends.
+func (cd *codec) pumpRequestBody(body *stream.Queue[stream.Frame], pw *io.PipeWriter, trailer http.Header, wrote <-chan struct{}) {
 	defer pw.Close()
 	for {
 		select {
@@ -222,6 +248,17 @@ func (cd *codec) pumpRequestBody(body *stream.Queue[stream.Frame], pw *io.PipeWr
 			return
 		case <-body.Ready():
 			for _, fr := range body.Drain() {
+				if fr.Kind == stream.KindTrailers && trailer != nil {
+					select {
+					case <-wrote:
+					case <-cd.u.ctx.Done():
+						pw.CloseWithError(context.Canceled)
+						return
+					}
+					for _, e := range fr.Headers.All() {
+						trailer[http.CanonicalHeaderKey(e.Key)] = append(trailer[http.CanonicalHeaderKey(e.Key)], e.Value)
+					}
+				}
 				if len(fr.Data) > 0 {
 					if _, err := pw.Write(fr.Data); err != nil {
 						return
