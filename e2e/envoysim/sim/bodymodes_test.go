@@ -275,3 +275,23 @@ func TestModeOverrideNotAllowed(t *testing.T) {
 	mustOK(t, await(t, res), 200)
 	a.next(t)
 }
+
+// An empty name in remove_headers passes HeaderUtility::headerNameIsValid (nothing
+// invalid in an empty string) and removes nothing (mutation_utils.cc
+// applyHeaderMutations): the request goes on, other removals apply.
+func TestEmptyRemoveHeaderIgnored(t *testing.T) {
+	ps := newProcServer(t)
+	a, ca := oneCluster(t)
+	e := start(t, cfg{procAddr: ps.addr, filters: []string{extProcYAML("r", "request_header_mode: SEND, response_header_mode: SKIP")}, clusters: []string{ca}})
+	res := e.do("GET", "/", "", "X-Cluster", "a", "X-Drop", "1", "X-Keep", "1")
+	st := ps.next(t, "r")
+	st.Recv(t)
+	m := setHeaders("x-set", "1")
+	m.RemoveHeaders = []string{"", "x-drop"}
+	st.Send(t, reqHeadersResp(common(m)))
+	mustOK(t, await(t, res), 200)
+	got := a.next(t)
+	if got.Header.Get("X-Drop") != "" || got.Header.Get("X-Keep") != "1" || got.Header.Get("X-Set") != "1" {
+		t.Fatalf("upstream headers %v", got.Header)
+	}
+}
