@@ -223,11 +223,23 @@ func (d *direction) continueIfNecessary() {
 }
 
 func (d *direction) resume() {
-	if !d.headersOut {
-		d.emitHeaders(d.noBody)
-	}
 	if d.noBody {
+		// A bodyless message whose body CONTINUE_AND_REPLACE set: the filter manager
+		// continues with the headers without end_stream, then the buffered body with it
+		// (FilterManager commonContinue: doHeaders(observedEndStream() && !bufferedData()),
+		// then doData).
+		if d.hasBuffered {
+			b := d.buffered
+			d.buffered, d.hasBuffered = nil, false
+			d.emitHeaders(false)
+			d.emitData(b, true)
+			return
+		}
+		d.emitHeaders(true)
 		return
+	}
+	if !d.headersOut {
+		d.emitHeaders(false)
 	}
 	canEnd := d.completeBody && !d.trailersAvail && d.mayEnd()
 	if d.hasBuffered {
