@@ -490,10 +490,16 @@ func (f *Filter) sendImmediateResponse(ir *extprocv3.ImmediateResponse) {
 	}
 	f.sentImmediateResponse = true
 	mut := ir.GetHeaders()
+	var grpcStatus *uint32
+	if ir.GetGrpcStatus() != nil {
+		v := ir.GetGrpcStatus().GetStatus()
+		grpcStatus = &v
+	}
 	reply := &stream.LocalReply{
-		Status:  code,
-		Body:    string(ir.GetBody()),
-		Details: strings.Join(strings.Fields(ir.GetDetails()), "_"),
+		Status:     code,
+		GrpcStatus: grpcStatus,
+		Body:       string(ir.GetBody()),
+		Details:    strings.Join(strings.Fields(ir.GetDetails()), "_"),
 		Mutate: func(h *stream.Headers) {
 			if mut == nil {
 				return
