@@ -226,6 +226,9 @@ func (r *router) decodeHeaders(h *stream.Headers, end bool) {
 		return
 	}
 	r.finalTimeout(h, policy)
+	if !r.finalHedgingParams(h) {
+		return
+	}
 	if r.includeAttempt {
 		h.Set("x-envoy-attempt-count", "1")
 	}
@@ -273,6 +276,27 @@ func (r *router) finalTimeout(h *stream.Headers, p *retryPolicy) {
 		r.perTryTimeout = 0
 	}
 	r.setTimeoutHeaders(0)
+}
+
+// finalHedgingParams imitates FilterUtility::finalHedgingParams: the request header
+// x-envoy-hedge-on-per-try-timeout ("true"/"false") overrides the route's
+// hedge_policy and is always removed. envoysim implements no hedging (route
+// hedge_policy is rejected at load), so a request asking for it while a per-try
+// timeout applies — the only case where Envoy would behave differently: the per-try
+// timeout would no longer reset the attempt (Filter::onSoftPerTryTimeout) — is
+// refused with a 500 local reply instead of diverging silently.
+func (r *router) finalHedgingParams(h *stream.Headers) bool {
+	v, ok := h.Get("x-envoy-hedge-on-per-try-timeout")
+	if !ok {
+		return true
+	}
+	h.Del("x-envoy-hedge-on-per-try-timeout")
+	if v != "true" || r.perTryTimeout <= 0 {
+		return true
+	}
+	r.st.hcm.s.log.Error("envoysim does not implement hedging: request with x-envoy-hedge-on-per-try-timeout: true and a per-try timeout refused")
+	r.localReply(500, "envoysim: x-envoy-hedge-on-per-try-timeout is not supported", "", "envoysim_hedging_not_supported")
+	return false
 }
 
 // setTimeoutHeaders imitates FilterUtility::setTimeoutHeaders:

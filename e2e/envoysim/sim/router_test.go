@@ -317,3 +317,27 @@ func TestH2CUpstream(t *testing.T) {
 		t.Fatalf("upstream saw %q", g)
 	}
 }
+
+// x-envoy-hedge-on-per-try-timeout is always removed (FilterUtility::
+// finalHedgingParams). envoysim implements no hedging, so "true" with a per-try
+// timeout, where Envoy would keep the timed-out attempt running
+// (Filter::onSoftPerTryTimeout), is refused loudly instead of retried differently.
+func TestHedgeOnPerTryTimeoutHeader(t *testing.T) {
+	a, ca := oneCluster(t)
+	e := start(t, cfg{clusters: []string{ca}})
+	r := await(t, e.do("GET", "/", "", "X-Cluster", "a", "x-envoy-hedge-on-per-try-timeout", "true", "x-envoy-upstream-rq-per-try-timeout-ms", "300"))
+	mustOK(t, r, 500)
+	if l := e.nextLog(); l.ResponseCodeDetails != "envoysim_hedging_not_supported" {
+		t.Fatalf("access log %+v", l)
+	}
+	a.none(t)
+	for _, h := range [][]string{
+		{"x-envoy-hedge-on-per-try-timeout", "true"},
+		{"x-envoy-hedge-on-per-try-timeout", "false", "x-envoy-upstream-rq-per-try-timeout-ms", "300"},
+	} {
+		mustOK(t, await(t, e.do("GET", "/", "", append([]string{"X-Cluster", "a"}, h...)...)), 200)
+		if got := a.next(t).Header.Get("X-Envoy-Hedge-On-Per-Try-Timeout"); got != "" {
+			t.Fatalf("header sent upstream: %q", got)
+		}
+	}
+}
