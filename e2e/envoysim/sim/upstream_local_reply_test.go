@@ -63,6 +63,34 @@ func TestUpstreamImmediateResponseIgnored(t *testing.T) {
 	ps.none(t, "attempt")
 }
 
+// On the response path the held response headers never reach the router: nothing
+// is committed, and the route timeout answers 504 although the upstream answered.
+func TestUpstreamImmediateResponseOnResponseIgnored(t *testing.T) {
+	ps := newProcServer(t)
+	a := newUpstream(t, nil)
+	up := extProcYAML("attempt", "request_header_mode: SKIP, response_header_mode: SEND")
+	e := start(t, cfg{procAddr: ps.addr,
+		route:    `timeout: 0.5s`,
+		clusters: []string{clusterYAML("a", upstreamFiltersYAML(up), []string{endpointYAML(a.addr(), "")})},
+	})
+	res := e.do("GET", "/", "", "X-Cluster", "a")
+	st := ps.next(t, "attempt")
+	if h := hdrs(st.Recv(t)); h[":status"] != "200" {
+		t.Fatalf("response headers %v", h)
+	}
+	a.next(t)
+	st.Send(t, immediate(typev3.StatusCode_BadGateway, "replaced"))
+	if err := st.WaitEnd(t); grpcCode(err) != "Canceled" {
+		t.Fatalf("stream end %v", err)
+	}
+	pending(t, res)
+	r := await(t, res)
+	mustOK(t, r, 504)
+	if n := e.s.Counter(upstreamIgnored); n != 1 {
+		t.Fatalf("%s = %d", upstreamIgnored, n)
+	}
+}
+
 // With a per-try timeout the ignored reply costs one try: the attempt is reset at
 // the per-try timeout and retried, with a new upstream filter chain (and stream).
 func TestUpstreamImmediateResponseIgnoredUntilPerTryTimeout(t *testing.T) {
