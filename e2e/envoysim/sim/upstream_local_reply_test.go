@@ -221,3 +221,45 @@ func TestUpstreamFullDuplexNoFailOpenAfterBody(t *testing.T) {
 		t.Fatalf("%s = %d after the fail-open request", upstreamIgnored, n)
 	}
 }
+
+// An unreachable processor fails the stream after it was started (Envoy's async
+// client reports the connect failure through onRemoteClose → onGrpcError): upstream
+// that error reply is ignored too and the request waits for the route timeout;
+// with failure_mode_allow it goes on unprocessed. Downstream it is the
+// status_on_error local reply.
+func TestUnreachableProcessor(t *testing.T) {
+	dead := closedAddr(t)
+	for _, c := range []struct {
+		name     string
+		upstream bool
+		extra    []string
+		want     int
+		ignored  uint64
+	}{
+		{"upstream", true, nil, 504, 1},
+		{"upstream, failure_mode_allow", true, []string{"failure_mode_allow: true"}, 200, 0},
+		{"downstream", false, nil, 500, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newUpstream(t, nil)
+			f := extProcYAML("r", "request_header_mode: SEND, response_header_mode: SKIP", c.extra...)
+			conf := cfg{procAddr: dead, route: "timeout: 0.5s"}
+			if c.upstream {
+				conf.clusters = []string{clusterYAML("a", upstreamFiltersYAML(f), []string{endpointYAML(a.addr(), "")})}
+			} else {
+				conf.filters = []string{f}
+				conf.clusters = []string{clusterYAML("a", "", []string{endpointYAML(a.addr(), "")})}
+			}
+			e := start(t, conf)
+			mustOK(t, await(t, e.do("GET", "/", "", "X-Cluster", "a")), c.want)
+			if c.want == 200 {
+				a.next(t)
+			} else {
+				a.none(t)
+			}
+			if n := e.s.Counter(upstreamIgnored); n != c.ignored {
+				t.Fatalf("%s = %d, want %d", upstreamIgnored, n, c.ignored)
+			}
+		})
+	}
+}

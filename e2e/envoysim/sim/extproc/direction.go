@@ -289,8 +289,6 @@ func (d *direction) onHeaders(h *stream.Headers, end bool) {
 	send := d.sendHeaders && (d.inbound || !f.processingComplete)
 	if send {
 		switch f.openStream() {
-		case openError:
-			return
 		case openIgnoreError:
 			send = false
 		}
@@ -358,8 +356,6 @@ func (d *direction) onData(b []byte, end bool) {
 		}
 		if end {
 			switch f.openStream() {
-			case openError:
-				return
 			case openIgnoreError:
 				d.continueIfNecessary()
 				return
@@ -371,8 +367,6 @@ func (d *direction) onData(b []byte, end bool) {
 		// handleDataStreamedModeBase: STREAMED queues the chunk, FULL_DUPLEX drains it;
 		// either way the chunk goes to the server now.
 		switch f.openStream() {
-		case openError:
-			return
 		case openIgnoreError:
 			d.emitData(b, end)
 			return
@@ -423,8 +417,6 @@ func (d *direction) onDataBufferedPartial(b []byte, end bool) {
 func (d *direction) sendStreamChunk() {
 	f := d.f
 	switch f.openStream() {
-	case openError:
-		return
 	case openIgnoreError:
 		d.continueIfNecessary()
 		return
@@ -470,8 +462,6 @@ func (d *direction) onTrailers(t *stream.Headers) {
 	if !bodyDelivered && ((d.hasBuffered && d.bodyMode == epv3.ProcessingMode_BUFFERED) ||
 		(len(d.queue) > 0 && d.bodyMode == epv3.ProcessingMode_BUFFERED_PARTIAL)) {
 		switch f.openStream() {
-		case openError:
-			return
 		case openIgnoreError:
 			d.continueIfNecessary()
 			return
@@ -495,8 +485,6 @@ func (d *direction) onTrailers(t *stream.Headers) {
 		return
 	}
 	switch f.openStream() {
-	case openError:
-		return
 	case openIgnoreError:
 		d.emitTrailers()
 		return

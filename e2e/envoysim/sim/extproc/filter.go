@@ -34,7 +34,6 @@ type Filter struct {
 	encOut   *stream.Queue[stream.Frame]
 
 	processingComplete    bool
-	sentImmediateResponse bool
 	replied               bool // this filter (or a later one) sent a local reply
 	protocolConfigEncoded bool
 
@@ -135,11 +134,11 @@ type openState int
 const (
 	openOK openState = iota
 	openIgnoreError
-	openError
 )
 
 // openStream imitates Filter::openStream: lazily opens one Process stream, with
-// grpc_service.initial_metadata and grpc_service.timeout.
+// grpc_service.initial_metadata and grpc_service.timeout; IgnoreError once processing
+// is complete. (Envoy's Error result needs a synchronous start failure, see below.)
 func (f *Filter) openStream() openState {
 	if f.processingComplete {
 		return openIgnoreError
@@ -158,20 +157,26 @@ func (f *Filter) openStream() openState {
 		ctx = metadata.NewOutgoingContext(ctx, f.cfg.InitialMetadata.Copy())
 	}
 	st, err := f.client.Process(ctx)
-	if err != nil {
-		cancel()
-		s := status.Convert(err)
-		f.onGrpcError(s.Code(), s.Message())
-		if f.sentImmediateResponse {
-			return openError
-		}
-		return openIgnoreError
-	}
 	f.grpcGen++
 	gen := f.grpcGen
-	f.grpcStream = st
 	f.grpcCancel = cancel
 	events := f.events
+	if err != nil {
+		// grpc-go fails at once when the processor is unreachable; Envoy's async client
+		// starts the stream and reports the connect failure later (onRemoteClose →
+		// onGrpcError), so the error arrives as an event here too. Envoy's synchronous
+		// start failure (openStream's "Stream failed while starting") needs a missing
+		// cluster or host, which envoysim rejects at load.
+		f.grpcStream = failedStream{}
+		f.cb.Go(func() {
+			select {
+			case events <- grpcEvent{gen: gen, err: err}:
+			case <-ctx.Done():
+			}
+		})
+		return openOK
+	}
+	f.grpcStream = st
 	f.cb.Go(func() {
 		for {
 			resp, err := st.Recv()
@@ -187,6 +192,14 @@ func (f *Filter) openStream() openState {
 	})
 	return openOK
 }
+
+// failedStream stands for a stream whose start failed: messages are dropped until
+// the failure is delivered.
+type failedStream struct {
+	extprocv3.ExternalProcessor_ProcessClient
+}
+
+func (failedStream) Send(*extprocv3.ProcessingRequest) error { return nil }
 
 // closeStream imitates Filter::closeStream. Envoy's default close resets the stream
 // (ExternalProcessorStreamImpl::close), so the server's Recv returns codes.Canceled.
@@ -472,9 +485,7 @@ func (f *Filter) handleErrorResponse(err error) {
 // onGrpcError, the error branch of onReceiveMessage, all without
 // failure_mode_allow). The callers have already marked processing complete and
 // closed the gRPC stream; nothing resumes the held request or response, so the
-// client waits for a router timeout (per-try or route). sent_immediate_response_
-// stays false, so openStream then answers IgnoreError and the filter continues
-// unprocessed.
+// client waits for a router timeout (per-try or route).
 func (f *Filter) sendImmediateResponse(ir *extprocv3.ImmediateResponse) {
 	if f.cb.IsUpstream() {
 		f.cb.Inc("ext_proc.send_immediate_resp_upstream_ignored")
@@ -488,7 +499,6 @@ func (f *Filter) sendImmediateResponse(ir *extprocv3.ImmediateResponse) {
 	if code < 200 {
 		code = 200
 	}
-	f.sentImmediateResponse = true
 	mut := ir.GetHeaders()
 	var grpcStatus *uint32
 	if ir.GetGrpcStatus() != nil {
