@@ -262,7 +262,7 @@ func (d *downstreamWriter) write(st *activeStream, fr stream.Frame) (done, reset
 			d.downstreamRst = true
 			return true, true
 		}
-		d.writeLocalReply(fr.Reply)
+		d.writeLocalReply(fr.Reply, isGrpcRequest(st.headers))
 		return true, false
 	}
 	return false, false
@@ -271,6 +271,13 @@ func (d *downstreamWriter) write(st *activeStream, fr stream.Frame) (done, reset
 // writeHeaders is the downstream codec's encodeHeaders: connection-specific headers
 // dropped, server header set (server_header_transformation OVERWRITE).
 func (d *downstreamWriter) writeHeaders(h *stream.Headers) {
+	d.writeHeadersOnly(h)
+	_ = d.rc.Flush()
+}
+
+// writeHeadersOnly writes the headers without flushing them: if nothing follows,
+// Go's server sends them with end_stream when the handler returns.
+func (d *downstreamWriter) writeHeadersOnly(h *stream.Headers) {
 	status, err := strconv.Atoi(h.Value(":status"))
 	if err != nil || status < 100 {
 		status = 502
@@ -291,18 +298,23 @@ func (d *downstreamWriter) writeHeaders(h *stream.Headers) {
 	// server_header_transformation OVERWRITE (default): server is always server_name.
 	hdr["server"] = []string{d.serverName}
 	d.w.WriteHeader(status)
-	_ = d.rc.Flush()
 	d.headersSent = true
 	d.status = status
 }
 
 // writeLocalReply imitates Utility::sendLocalReply: the reply headers are built,
 // modified by the caller (ImmediateResponse mutations), then content-length and
-// content-type: text/plain (unless set) are added for a non-empty body.
-func (d *downstreamWriter) writeLocalReply(r *stream.LocalReply) {
+// content-type: text/plain (unless set) are added for a non-empty body. A gRPC
+// request gets a trailers-only gRPC reply instead (Utility::prepareLocalReply /
+// encodeLocalReply in source/common/http/utility.cc).
+func (d *downstreamWriter) writeLocalReply(r *stream.LocalReply, grpcRequest bool) {
 	h := stream.NewHeaders(":status", strconv.Itoa(r.Status))
 	if r.Mutate != nil {
 		r.Mutate(h)
+	}
+	if grpcRequest {
+		d.writeGrpcLocalReply(r, h)
+		return
 	}
 	if r.Body != "" {
 		h.Set("content-length", strconv.Itoa(len(r.Body)))
@@ -338,6 +350,7 @@ func (c *filterCallbacks) BufferLimit() int                  { return c.st.buffe
 func (c *filterCallbacks) IsUpstream() bool                  { return c.u != nil }
 func (c *filterCallbacks) Context() context.Context          { return c.ctx }
 func (c *filterCallbacks) Go(fn func())                      { c.st.go_(fn) }
+func (c *filterCallbacks) Inc(counter string)                { c.st.hcm.s.stats.inc(counter) }
 
 // attrSource answers ext_proc attribute lookups (the CEL activation's StreamInfo).
 type attrSource struct {

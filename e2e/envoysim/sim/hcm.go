@@ -171,6 +171,7 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 
 	headers := h.requestHeaders(r)
+	restoreTrailerHeader(headers, r)
 	noBody := r.Body == nil || r.Body == http.NoBody
 	req := &requestState{}
 	out := &downstreamWriter{w: w, rc: rc, serverName: h.serverName}
@@ -179,7 +180,7 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if noBody {
 		st.remoteDone.Store(true)
 	} else {
-		go pumpBody(&activityBody{ReadCloser: r.Body, st: st, length: r.ContentLength}, r.ContentLength, st.chain.In)
+		go pumpBody(r, &activityBody{ReadCloser: r.Body, st: st, length: r.ContentLength}, st.chain.In)
 	}
 	for {
 		res := st.run(out)
@@ -207,10 +208,16 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // pumpBody feeds the request body into the first pass. When the length is known the
-// last chunk carries end_stream, as Envoy's codecs deliver it.
-func pumpBody(body io.ReadCloser, length int64, q *stream.Queue[stream.Frame]) {
+// last chunk carries end_stream, as Envoy's codecs deliver it; request trailers end
+// the stream instead (decodeTrailers). Go's server keeps only the trailers the client
+// declared in a `trailer` header (as Go's client does), so a request that declares
+// trailers is read to EOF whatever its length.
+func pumpBody(r *http.Request, body io.Reader, q *stream.Queue[stream.Frame]) {
 	buf := make([]byte, 32*1024)
-	remaining := length
+	remaining := r.ContentLength
+	if r.Trailer != nil {
+		remaining = -1
+	}
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
@@ -225,6 +232,10 @@ func pumpBody(body io.ReadCloser, length int64, q *stream.Queue[stream.Frame]) {
 			q.Push(stream.DataFrame(chunk, false))
 		}
 		if errors.Is(err, io.EOF) {
+			if t := requestTrailers(r.Trailer); t != nil {
+				q.Push(stream.TrailersFrame(t))
+				return
+			}
 			q.Push(stream.DataFrame(nil, true))
 			return
 		}

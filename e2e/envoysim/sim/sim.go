@@ -59,6 +59,7 @@ type Sim struct {
 
 	cm        *clusterManager
 	grpc      *grpcConns
+	stats     counters
 	listeners []*listener
 	rds       []*hcmConfig // HCMs whose routes come from RDS
 	adsClient *ads.Client

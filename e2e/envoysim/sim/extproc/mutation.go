@@ -131,12 +131,16 @@ func isValidValue(name, value string) bool {
 	return true
 }
 
-// headerNameIsValid imitates HeaderUtility::headerNameIsValid: an RFC 7230 token,
-// optionally with a leading ':' for pseudo-headers.
+// headerNameIsValid imitates HeaderUtility::headerNameIsValid
+// (source/common/http/header_utility.cc): every character a token character,
+// optionally after a leading ':' that must be followed by something. The loop over an
+// empty name finds nothing invalid, so "" is valid.
 func headerNameIsValid(n string) bool {
-	n = strings.TrimPrefix(n, ":")
-	if n == "" {
-		return false
+	if strings.HasPrefix(n, ":") {
+		n = n[1:]
+		if n == "" {
+			return false
+		}
 	}
 	for i := 0; i < len(n); i++ {
 		c := n[i]
@@ -188,6 +192,7 @@ func applyHeaderMutations(m *extprocv3.HeaderMutation, h *stream.Headers, replac
 			len(m.GetRemoveHeaders()), len(m.GetSetHeaders()), maxCount)
 	}
 	for _, name := range m.GetRemoveHeaders() {
+		// An empty name passes the name check and removes nothing (headers.remove("")).
 		if !headerNameIsValid(name) {
 			return envoyError("Invalid character in remove_headers mutation.")
 		}
@@ -206,18 +211,21 @@ func applyHeaderMutations(m *extprocv3.HeaderMutation, h *stream.Headers, replac
 		if hv == nil {
 			continue
 		}
+		name := strings.ToLower(hv.GetKey())
+		// Skipped before any other check (remove_content_length).
+		if removeContentLength && name == "content-length" {
+			continue
+		}
 		if hv.GetValue() != "" && len(hv.GetRawValue()) > 0 {
 			return envoyError("Only one of value or raw_value in the HeaderValue message should be set.")
 		}
 		// send_header_raw_value (default true since 1.27): only raw_value is read, so a
 		// mutation that only sets `value` writes an empty header (envoy#31555).
 		value := string(hv.GetRawValue())
-		if !headerNameIsValid(hv.GetKey()) || !headerValueIsValid(value) {
+		// Envoy accepts an empty key here and sets a header without a name; envoysim
+		// refuses it like an invalid one (README "Not modelled").
+		if hv.GetKey() == "" || !headerNameIsValid(hv.GetKey()) || !headerValueIsValid(value) {
 			return envoyError("Invalid character in set_headers mutation.")
-		}
-		name := strings.ToLower(hv.GetKey())
-		if removeContentLength && name == "content-length" {
-			continue
 		}
 		//lint:ignore SA1019 ext_proc honours only the deprecated append flag (envoy#36982)
 		appendMode := sh.GetAppend().GetValue()
