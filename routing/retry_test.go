@@ -142,7 +142,8 @@ func TestDeploymentOverridesOnlyLower(t *testing.T) {
 			"text": {Json: &configv1.ExecutionPolicy{ResponseMs: proto.Uint64(30_000), MaxAttempts: proto.Uint32(1)}},
 		}
 	}
-	e := newEnv(t, cfgOf(settings(allowedFails(100)), dep("strict", "m", override), dep("other", "m", weight(0))))
+	e := newEnv(t, cfgOf(settings(strategy("least-busy"), allowedFails(100)), dep("strict", "m", override), dep("other", "m")))
+	e.busy("other", 1) // least-busy starts on strict
 	req, h := e.request("m"), &routing.History{}
 	d := e.mustAttempt(req, h)
 	if d.Deployment.ID != "strict" || d.ResponseTimeout != 30*time.Second {

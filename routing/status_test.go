@@ -32,7 +32,10 @@ func TestStatusReportsCircuitStates(t *testing.T) {
 		"half":    {"half_open", 0},
 		"limited": {"rate_limited", 10000},
 		"fine":    {"available", 0},
-		"off":     {"available", 0},
+		"off":     {"disabled", 0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Status reported %d deployments, want %d: %+v", len(got), len(want), got)
 	}
 	for _, s := range got {
 		w := want[s.ID]
@@ -45,12 +48,22 @@ func TestStatusReportsCircuitStates(t *testing.T) {
 	}
 	e.busy("fine", 5)
 	got, _, _ = e.router.Status(context.Background(), "m")
-	for _, s := range got {
-		if s.ID == "fine" && s.State != "rate_limited" {
-			t.Errorf("deployment at its rpm limit reported %s", s.State)
-		}
+	if fine := statusOf(t, got, "fine"); fine.State != "rate_limited" || fine.Cause != "limit" {
+		t.Errorf("deployment at its rpm limit reported %+v", fine)
 	}
 	if _, ok, _ := e.router.Status(context.Background(), "nope"); ok {
 		t.Fatal("unknown model reported")
 	}
+}
+
+// statusOf returns the status of deployment id, failing the test when it is missing.
+func statusOf(t *testing.T, got []routing.DeploymentStatus, id string) routing.DeploymentStatus {
+	t.Helper()
+	for _, s := range got {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("no status for %s in %+v", id, got)
+	return routing.DeploymentStatus{}
 }

@@ -242,7 +242,7 @@ func TestParseRejectsUnknownFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := snap.Deployments["a"]
-	if d.Weight != 0 || !d.Enabled || d.APIKey != "k" || d.Domain != "deployment:a" || snap.Groups["m"].Deployments[0] != d {
+	if d.Weight != 0 || !d.Enabled || d.APIKey != "k" || d.Domain != "deployment/a" || snap.Groups["m"].Deployments[0] != d {
 		t.Fatalf("compiled deployment: %+v", d)
 	}
 	if d.Source.GetApiKey() != "" {
