@@ -19,8 +19,9 @@ type scratch struct {
 	states []store.DeploymentState
 	idx    []int
 	order  []int
-	// vals holds the known metric values of one ranking (cold-start median, see lowest).
-	vals []float64
+	// scores and vals hold one ranking's scores by position in idx and its known values
+	// (cold-start median, see lowest).
+	scores, vals []float64
 	// disabled counts deployments switched off by their kill switch; drained those left out
 	// because their weight is 0 under a weight-drawn strategy (SPEC §2).
 	disabled, drained int

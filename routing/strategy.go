@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -98,27 +99,30 @@ func pick(st config.Strategy, s *scratch, r Rand) (int, Pick) {
 // the weighted draw of SPEC §2.2. Ties are broken by a weighted draw among the tied.
 func lowest(s *scratch, r Rand, score func(*candidate) (float64, bool)) (int, Pick) {
 	cs, idx := s.cands, s.idx
-	s.vals = s.vals[:0]
+	s.scores, s.vals = s.scores[:0], s.vals[:0]
 	for _, i := range idx {
-		if v, ok := score(&cs[i]); ok {
+		v, ok := score(&cs[i])
+		if !ok {
+			v = math.NaN()
+		} else {
 			s.vals = append(s.vals, v)
 		}
+		s.scores = append(s.scores, v)
 	}
 	if len(s.vals) == 0 {
 		return weighted(cs, idx, r, nil), PickWeighted
 	}
 	neutral := median(s.vals)
-	value := func(c *candidate) float64 {
-		if v, ok := score(c); ok {
-			return v
+	best := math.Inf(1)
+	for pos, v := range s.scores {
+		if math.IsNaN(v) {
+			v = neutral
+			s.scores[pos] = v
 		}
-		return neutral
+		best = min(best, v)
 	}
-	best := value(&cs[idx[0]])
-	for _, i := range idx[1:] {
-		best = min(best, value(&cs[i]))
-	}
-	return weighted(cs, idx, r, func(c *candidate) bool { return value(c) == best }), PickStrategy
+	scores := s.scores
+	return weighted(cs, idx, r, func(pos int) bool { return scores[pos] == best }), PickStrategy
 }
 
 // median sorts vs in place and returns its median (the mean of the middle two for an even
@@ -166,16 +170,16 @@ func healthiest(s *scratch, r Rand) (int, Pick) {
 	})
 }
 
-// weighted draws among the candidates of idx accepted by keep (all when keep is nil), in
-// proportion to their weights. Weight 0 is never drawn while a positive weight is in the
+// weighted draws among the candidates of idx whose position keep accepts (all when keep is
+// nil), in proportion to their weights. Weight 0 is never drawn while a positive weight is in the
 // draw. Only a metric strategy's tie among weight-0 deployments can leave no positive weight
 // (simple-shuffle and health-aware never see weight 0, see drawsByWeight); the tie is then
 // broken uniformly, since those strategies ignore weight.
-func weighted(cs []candidate, idx []int, r Rand, keep func(*candidate) bool) int {
+func weighted(cs []candidate, idx []int, r Rand, keep func(pos int) bool) int {
 	var total float64
 	count := 0
-	for _, i := range idx {
-		if keep != nil && !keep(&cs[i]) {
+	for pos, i := range idx {
+		if keep != nil && !keep(pos) {
 			continue
 		}
 		total += float64(cs[i].dep.Weight)
@@ -186,8 +190,8 @@ func weighted(cs []candidate, idx []int, r Rand, keep func(*candidate) bool) int
 	}
 	if total == 0 {
 		n := int(r.Float64() * float64(count))
-		for pos, i := range idx {
-			if keep != nil && !keep(&cs[i]) {
+		for pos := range idx {
+			if keep != nil && !keep(pos) {
 				continue
 			}
 			if n == 0 {
@@ -199,7 +203,7 @@ func weighted(cs []candidate, idx []int, r Rand, keep func(*candidate) bool) int
 	x := r.Float64() * total
 	last := 0
 	for pos, i := range idx {
-		if keep != nil && !keep(&cs[i]) {
+		if keep != nil && !keep(pos) {
 			continue
 		}
 		w := float64(cs[i].dep.Weight)
