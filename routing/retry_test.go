@@ -219,70 +219,76 @@ func TestIncompatibilityMovesOnWithoutPenalty(t *testing.T) {
 // A deployment whose own totalMs override is spent is no candidate: no decision carries a
 // per-attempt timeout below MinAttemptTime (SPEC §6.3, §6.4).
 func TestSpentDeploymentTotalIsNoCandidate(t *testing.T) {
-	short := func(d *configv1.Deployment) {
-		d.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{
-			"text": {Json: &configv1.ExecutionPolicy{TotalMs: proto.Uint64(3_000)}},
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		short := func(d *configv1.Deployment) {
+			d.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{
+				"text": {Json: &configv1.ExecutionPolicy{TotalMs: proto.Uint64(3_000)}},
+			}
 		}
-	}
-	e := newEnv(t, cfgOf(settings(strategy("least-busy"), allowedFails(100)), dep("short", "m", short), dep("b", "m")), withRand(fixedRand(0)))
-	e.busy("b", 1) // least-busy prefers short whenever it is a candidate
-	req, h := e.request("m"), &routing.History{}
-	d := e.mustAttempt(req, h)
-	if d.Deployment.ID != "short" || d.ResponseTimeout != 3*time.Second {
-		t.Fatalf("first: %s timeout %v, want short with its 3s window", d.Deployment.ID, d.ResponseTimeout)
-	}
-	e.clock.Advance(2500 * time.Millisecond)
-	e.run(req, h, d, serverErr)
-	for i := range 2 { // maxAttempts 3
-		d = e.decide(req, h)
-		if d.Action != routing.ActionAttempt {
-			t.Fatalf("decision %d: stop %+v; history %+v", i, d.Stop, h.Attempts)
+		e := newEnv(cfgOf(settings(strategy("least-busy"), allowedFails(100)), dep("short", "m", short), dep("b", "m")), withRand(fixedRand(0)))
+		e.busy("b", 1) // least-busy prefers short whenever it is a candidate
+		req, h := e.request("m"), &routing.History{}
+		d := e.mustAttempt(req, h)
+		if d.Deployment.ID != "short" || d.ResponseTimeout != 3*time.Second {
+			t.Fatalf("first: %s timeout %v, want short with its 3s window", d.Deployment.ID, d.ResponseTimeout)
 		}
-		if d.Deployment.ID == "short" || d.ResponseTimeout < routing.MinAttemptTime {
-			t.Fatalf("decision on %s with timeout %v, want b: short's totalMs is spent", d.Deployment.ID, d.ResponseTimeout)
-		}
-		e.clock.Advance(d.Wait)
+		e.clock.Advance(2500 * time.Millisecond)
 		e.run(req, h, d, serverErr)
-	}
+		for i := range 2 { // maxAttempts 3
+			d = e.decide(req, h)
+			if d.Action != routing.ActionAttempt {
+				t.Fatalf("decision %d: stop %+v; history %+v", i, d.Stop, h.Attempts)
+			}
+			if d.Deployment.ID == "short" || d.ResponseTimeout < routing.MinAttemptTime {
+				t.Fatalf("decision on %s with timeout %v, want b: short's totalMs is spent", d.Deployment.ID, d.ResponseTimeout)
+			}
+			e.clock.Advance(d.Wait)
+			e.run(req, h, d, serverErr)
+		}
+	})
 }
 
 // SPEC §6.4 counts upstream attempts: incompatibilities the gateway finds itself do not spend
 // maxAttempts.
 func TestIncompatibilitiesSpendNoAttempt(t *testing.T) {
-	e := newEnv(t, cfgOf(settings(textJSON(600_000, 1_800_000, 2), allowedFails(100)), dep("a", "m"), dep("b", "m"), dep("c", "m")))
-	req, h := e.request("m"), &routing.History{}
-	incompatible := failure.Classification{Class: failure.ClassIncompatible, Kind: failure.KindInvalidRequest}
-	e.run(req, h, e.mustAttempt(req, h), incompatible)
-	e.run(req, h, e.mustAttempt(req, h), incompatible)
-	d := e.mustAttempt(req, h)
-	e.run(req, h, d, serverErr)
-	if d := e.mustAttempt(req, h); d.Deployment.ID != h.Attempts[2].Deployment || d.Move != routing.MoveRetry {
-		t.Fatalf("second upstream attempt: %s %v, want a retry of the only compatible deployment", d.Deployment.ID, d.Move)
-	}
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		e := newEnv(cfgOf(settings(textJSON(600_000, 1_800_000, 2), allowedFails(100)), dep("a", "m"), dep("b", "m"), dep("c", "m")))
+		req, h := e.request("m"), &routing.History{}
+		incompatible := failure.Classification{Class: failure.ClassIncompatible, Kind: failure.KindInvalidRequest}
+		e.run(req, h, e.mustAttempt(req, h), incompatible)
+		e.run(req, h, e.mustAttempt(req, h), incompatible)
+		d := e.mustAttempt(req, h)
+		e.run(req, h, d, serverErr)
+		if d := e.mustAttempt(req, h); d.Deployment.ID != h.Attempts[2].Deployment || d.Move != routing.MoveRetry {
+			t.Fatalf("second upstream attempt: %s %v, want a retry of the only compatible deployment", d.Deployment.ID, d.Move)
+		}
+	})
 }
 
 // SPEC §7.2: the backoff doubles per upstream asked again, not per request.
 func TestReuseBackoffDoublesPerUpstream(t *testing.T) {
-	// least-busy steered by in-flight entries: a, b, then a, b, b again.
-	e := newEnv(t, cfgOf(settings(strategy("least-busy"), textJSON(600_000, 3_600_000, 10), allowedFails(100)), dep("a", "m"), dep("b", "m")), withRand(fixedRand(0)))
-	req, h := e.request("m"), &routing.History{}
-	var got []string
-	step := func() {
-		d := e.mustAttempt(req, h)
-		got = append(got, fmt.Sprintf("%s+%v", d.Deployment.ID, d.Wait))
-		e.clock.Advance(d.Wait)
-		e.run(req, h, d, serverErr)
-	}
-	e.busy("b", 1)
-	step()
-	step()
-	step() // a again: its first reuse
-	e.busy("a", 2)
-	step() // b again: its first reuse, whatever a's count
-	step() // b's second reuse
-	if want := "a+0s b+0s a+500ms b+500ms b+1s"; strings.Join(got, " ") != want {
-		t.Fatalf("attempts %v, want %s", got, want)
-	}
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		// least-busy steered by in-flight entries: a, b, then a, b, b again.
+		e := newEnv(cfgOf(settings(strategy("least-busy"), textJSON(600_000, 3_600_000, 10), allowedFails(100)), dep("a", "m"), dep("b", "m")), withRand(fixedRand(0)))
+		req, h := e.request("m"), &routing.History{}
+		var got []string
+		step := func() {
+			d := e.mustAttempt(req, h)
+			got = append(got, fmt.Sprintf("%s+%v", d.Deployment.ID, d.Wait))
+			e.clock.Advance(d.Wait)
+			e.run(req, h, d, serverErr)
+		}
+		e.busy("b", 1)
+		step()
+		step()
+		step() // a again: its first reuse
+		e.busy("a", 2)
+		step() // b again: its first reuse, whatever a's count
+		step() // b's second reuse
+		if want := "a+0s b+0s a+500ms b+500ms b+1s"; strings.Join(got, " ") != want {
+			t.Fatalf("attempts %v, want %s", got, want)
+		}
+	})
 }
 
 // History.Record keeps the fallback reason and the refusing model, so a context-window chain
