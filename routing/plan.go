@@ -75,7 +75,7 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now tim
 			continue
 		}
 		// A deployment's lower totalMs shortens what its attempts may use, never the request.
-		window := min(left, req.Start.Add(dep.Policy(&snap.Settings, req.Operation, req.Mode()).Total).Sub(now))
+		window := min(left, req.Start.Add(dep.Total(&snap.Settings, req.Operation, req.Mode())).Sub(now))
 		c := candidate{dep: dep, hop: len(s.hops), tried: tries > 0, window: window}
 		if c.tried {
 			c.reusable = reusableAfter(h.lastOn(dep.ID))
