@@ -10,13 +10,12 @@ import (
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/store"
-	"github.com/switchyard-gw/switchyard/routing/store/memstore"
 )
 
 // ctxStore is the memory store behind a context check, the way a networked store behaves: a
 // call under a cancelled or expired context is refused. It keeps what the calls were given.
 type ctxStore struct {
-	*memstore.Store
+	store.Store
 	deadlines []time.Duration // time left on each recording call's context
 }
 
