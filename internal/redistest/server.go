@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -156,11 +157,11 @@ func startProcess(bin string, port int, dir string) (*process, error) {
 	return nil, lastErr
 }
 
-func launch(bin string, port int, dir string) (*process, error) {
-	cmd := exec.Command(bin,
+func launch(bin string, port int, dir string, extra ...string) (*process, error) {
+	cmd := exec.Command(bin, append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", "redis.log", "--daemonize", "no")
+		"--dir", dir, "--logfile", "redis.log", "--daemonize", "no"}, extra...)...)
 	cmd.Dir = dir
 	setParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
@@ -233,7 +234,8 @@ func freePort() (int, error) {
 
 var errClosed = errors.New("connection closed without a reply")
 
-// command sends one inline command and returns the first reply line.
+// command sends one inline command and returns the first reply line; for a bulk string
+// reply ("$<n>"), the string itself.
 func command(addr, line string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -244,14 +246,23 @@ func command(addr, line string) (string, error) {
 	if _, err := c.Write([]byte(line + "\r\n")); err != nil {
 		return "", err
 	}
-	reply, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	reply, err := r.ReadString('\n')
 	if err != nil {
 		if reply == "" {
 			return "", errClosed
 		}
 		return "", err
 	}
-	return strings.TrimSpace(reply), nil
+	reply = strings.TrimSpace(reply)
+	if n, err := strconv.Atoi(strings.TrimPrefix(reply, "$")); err == nil && strings.HasPrefix(reply, "$") && n >= 0 {
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return "", fmt.Errorf("reading a bulk reply: %w", err)
+		}
+		return string(b[:n]), nil
+	}
+	return reply, nil
 }
 
 func ping(addr string) error {
