@@ -28,14 +28,20 @@ func TestClusterServesEverySlot(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs[:1], MaxRetries: -1})
 	defer c.Close()
 	ctx := t.Context()
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	owned, masters := 0, map[string]bool{}
-	for _, s := range slots {
-		owned += s.End - s.Start + 1
-		masters[s.Nodes[0].Addr] = true
+	owned, masters := int64(0), map[string]bool{}
+	for _, s := range shards {
+		for _, r := range s.Slots {
+			owned += r.End - r.Start + 1
+		}
+		for _, n := range s.Nodes {
+			if n.Role == "master" && len(s.Slots) > 0 {
+				masters[n.ID] = true
+			}
+		}
 	}
 	if owned != 16384 || len(masters) != 3 {
 		t.Fatalf("%d slots over %d masters, want 16384 over 3", owned, len(masters))
