@@ -137,14 +137,16 @@ func TestRunWithExampleConfig(t *testing.T) {
 }
 
 var (
-	redisServer  redistest.Shared
-	redisCluster redistest.SharedCluster
+	redisServer   redistest.Shared
+	redisCluster  redistest.SharedCluster
+	redisSentinel redistest.SharedSentinel
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	redisServer.Close()
 	redisCluster.Close()
+	redisSentinel.Close()
 	os.Exit(code)
 }
 

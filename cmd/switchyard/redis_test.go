@@ -103,3 +103,21 @@ func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestRedisThroughSentinel runs switchyard with -redis-mode sentinel against a real
+// Sentinel: it finds the master, seeds it and routes on shared state.
+func TestRedisThroughSentinel(t *testing.T) {
+	sentinels := redisSentinel.Addrs(t)
+	in := start(t, "-config", writeConfig(t, "s1", "s2"), "-store", "redis", "-redis-mode", "sentinel",
+		"-redis-master-name", redistest.SentinelMaster, "-redis-addrs", strings.Join(sentinels, ","),
+		"-redis-prefix", redistest.Prefix(t))
+	if v := in.live.Load().Version; v < 1 {
+		t.Fatalf("configuration version %d in force, want the seeded one", v)
+	}
+	assertKeys(t, in, "s1", "s2")
+	code, body := in.get(t, "/readyz", "")
+	if detail := jsonString(body["checks"]); code != http.StatusOK || !strings.Contains(detail, "redis sentinel") ||
+		strings.Contains(detail, "unreachable") {
+		t.Fatalf("/readyz = %d %v: want Sentinel, not degraded", code, body)
+	}
+}

@@ -162,10 +162,15 @@ func launch(bin string, port int, dir string, extra ...string) (*process, error)
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no",
 		"--dir", dir, "--logfile", "redis.log", "--daemonize", "no"}, extra...)...)
+	return run(cmd, port, dir)
+}
+
+// run starts cmd (a redis-server listening on port) in dir and waits until it answers PING.
+func run(cmd *exec.Cmd, port int, dir string) (*process, error) {
 	cmd.Dir = dir
 	setParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("exec %s: %w", bin, err)
+		return nil, fmt.Errorf("exec %s: %w", cmd.Path, err)
 	}
 	p := &process{cmd: cmd, port: port, dir: dir, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()

@@ -15,42 +15,54 @@ import (
 // redisServer is the one standalone Redis of this test binary, redisCluster its one real
 // Redis Cluster (three masters); tests isolate themselves by key prefix.
 var (
-	redisServer  redistest.Shared
-	redisCluster redistest.SharedCluster
+	redisServer   redistest.Shared
+	redisCluster  redistest.SharedCluster
+	redisSentinel redistest.SharedSentinel
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	redisServer.Close()
 	redisCluster.Close()
+	redisSentinel.Close()
 	os.Exit(code)
 }
 
-// target is a Redis topology the tests run on: one standalone server, or a Cluster reached
-// through a cluster client (with a single seed address, as -redis-mode cluster allows).
+// target is a Redis topology the tests run on: one standalone server, a Cluster reached
+// through a cluster client (with a single seed address, as -redis-mode cluster allows), or a
+// master found through Sentinel.
 type target struct {
 	name    string
 	addrs   []string
 	cluster bool
+	master  string // Sentinel master name; addrs are the Sentinels
 }
 
 func standaloneTarget(t testing.TB) target {
 	return target{name: "standalone", addrs: []string{redisServer.Addr(t)}}
 }
 
+// clusterTarget shares one backing array of addresses between all its clients, as a binary
+// may: under -race this also proves NewClient does not let go-redis append into it.
 func clusterTarget(t testing.TB) target {
 	return target{name: "cluster", addrs: redisCluster.Addrs(t)[:1], cluster: true}
 }
 
-// onEveryTopology runs fn on the standalone server and on the Cluster, as subtests.
+func sentinelTarget(t testing.TB) target {
+	return target{name: "sentinel", addrs: redisSentinel.Addrs(t), master: redistest.SentinelMaster}
+}
+
+// onEveryTopology runs fn on the standalone server, the Cluster and through Sentinel, as
+// subtests.
 func onEveryTopology(t *testing.T, fn func(t *testing.T, tg target)) {
 	t.Run("standalone", func(t *testing.T) { fn(t, standaloneTarget(t)) })
 	t.Run("cluster", func(t *testing.T) { fn(t, clusterTarget(t)) })
+	t.Run("sentinel", func(t *testing.T) { fn(t, sentinelTarget(t)) })
 }
 
 // client opens a client of its own onto tg (see newClient).
 func (tg target) client() redis.UniversalClient {
-	return redisstore.NewClient(&redis.UniversalOptions{Addrs: tg.addrs, IsClusterMode: tg.cluster,
+	return redisstore.NewClient(&redis.UniversalOptions{Addrs: tg.addrs, IsClusterMode: tg.cluster, MasterName: tg.master,
 		DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, PoolTimeout: 5 * time.Second})
 }
 

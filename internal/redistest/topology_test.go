@@ -15,6 +15,7 @@ var cluster redistest.SharedCluster
 func TestMain(m *testing.M) {
 	code := m.Run()
 	cluster.Close()
+	sentinel.Close()
 	os.Exit(code)
 }
 
@@ -57,5 +58,21 @@ func TestClusterServesEverySlot(t *testing.T) {
 	defer one.Close()
 	if err := one.MGet(ctx, "k1", "k2", "k3", "k4").Err(); err == nil {
 		t.Fatal("MGET across slots on one node succeeded; expected CROSSSLOT or MOVED")
+	}
+}
+
+var sentinel redistest.SharedSentinel
+
+// TestSentinelNamesTheMaster: a failover client finds the master through the helper's
+// Sentinel and writes to it.
+func TestSentinelNamesTheMaster(t *testing.T) {
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster,
+		SentinelAddrs: sentinel.Addrs(t), MaxRetries: -1})
+	defer c.Close()
+	if err := c.Set(t.Context(), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if role, err := c.Do(t.Context(), "ROLE").Slice(); err != nil || role[0] != "master" {
+		t.Fatalf("ROLE = %v, %v; want the master", role, err)
 	}
 }
