@@ -20,10 +20,11 @@ import (
 // Server is a redis-server process a test controls: it can be stopped and restarted on the
 // same port, or paused to look hung. It is killed when the test ends.
 type Server struct {
-	tb   testing.TB
-	bin  string
-	dir  string
-	port int
+	tb    testing.TB
+	bin   string
+	dir   string
+	port  int
+	extra []string // more redis-server arguments, kept across Restart
 
 	mu   sync.Mutex
 	proc *process
@@ -33,16 +34,23 @@ type Server struct {
 // (a server started elsewhere cannot be stopped and restarted by the test).
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return StartWith(tb)
+}
+
+// StartWith is Start with more redis-server arguments (a TLS port, say). The plain port
+// stays on: it is how the helper sees the server answer.
+func StartWith(tb testing.TB, extra ...string) *Server {
+	tb.Helper()
 	bin, err := findRedisServer()
 	if err != nil {
 		tb.Skip("SKIPPING: this test controls its own Redis and needs redis-server on PATH: " + err.Error())
 	}
 	dir := tb.TempDir()
-	p, err := startProcess(bin, 0, dir)
+	p, err := startProcess(bin, 0, dir, extra...)
 	if err != nil {
 		tb.Fatalf("start redis-server: %v", err)
 	}
-	s := &Server{tb: tb, bin: bin, dir: dir, port: p.port, proc: p}
+	s := &Server{tb: tb, bin: bin, dir: dir, port: p.port, extra: extra, proc: p}
 	tb.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -80,7 +88,7 @@ func (s *Server) Restart() {
 	if s.proc != nil {
 		s.tb.Fatal("Restart of a running redis-server")
 	}
-	p, err := startProcess(s.bin, s.port, s.dir)
+	p, err := startProcess(s.bin, s.port, s.dir, s.extra...)
 	if err != nil {
 		s.tb.Fatalf("restart redis-server: %v", err)
 	}
@@ -123,7 +131,7 @@ func findRedisServer() (string, error) {
 
 // startProcess starts redis-server on port (0: a free one) with dir as its working
 // directory (""; a temporary one), without persistence, and waits until it answers PING.
-func startProcess(bin string, port int, dir string) (*process, error) {
+func startProcess(bin string, port int, dir string, extra ...string) (*process, error) {
 	temp := false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "redistest-")
@@ -141,7 +149,7 @@ func startProcess(bin string, port int, dir string) (*process, error) {
 				return nil, err
 			}
 		}
-		proc, err := launch(bin, p, dir)
+		proc, err := launch(bin, p, dir, extra...)
 		if err == nil {
 			proc.temp = temp
 			return proc, nil
