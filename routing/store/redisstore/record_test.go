@@ -56,14 +56,14 @@ func recordCancelled(t *testing.T, st routing.Store, other *redisstore.Store) {
 }
 
 func TestRouterRecordsUnderCancelledContext(t *testing.T) {
-	rs := replicas(t, 2)
+	rs := replicas(t, standaloneTarget(t), 2)
 	recordCancelled(t, rs[0], rs[1])
 }
 
 // TestResilientRecordsCancelledAttemptInRedis: through the degradation wrapper the outcome
 // must reach Redis (not only this replica's memory), and a client's cancel is no Redis error.
 func TestResilientRecordsCancelledAttemptInRedis(t *testing.T) {
-	rs := replicas(t, 2)
+	rs := replicas(t, standaloneTarget(t), 2)
 	reg := prometheus.NewRegistry()
 	res, err := redisstore.NewResilient(rs[0], redisstore.ResilientConfig{Registerer: reg})
 	if err != nil {
