@@ -325,8 +325,8 @@ func TestH2CUpstream(t *testing.T) {
 // (Filter::onSoftPerTryTimeout), is refused loudly instead of retried differently.
 func TestHedgeOnPerTryTimeoutHeader(t *testing.T) {
 	a, ca := oneCluster(t)
-	e := start(t, cfg{clusters: []string{ca}})
-	r := await(t, e.do("GET", "/", "", "X-Cluster", "a", "x-envoy-hedge-on-per-try-timeout", "true", "x-envoy-upstream-rq-per-try-timeout-ms", "300"))
+	e := start(t, cfg{hcm: []string{"internal_address_config: {}"}, clusters: []string{ca}}) // internal requests keep x-envoy-* headers
+	r := await(t, e.do("GET", "/", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-hedge-on-per-try-timeout", "true", "x-envoy-upstream-rq-per-try-timeout-ms", "300"))
 	mustOK(t, r, 500)
 	if l := e.nextLog(); l.ResponseCodeDetails != "envoysim_hedging_not_supported" {
 		t.Fatalf("access log %+v", l)

@@ -97,11 +97,11 @@ func TestUpstreamImmediateResponseIgnoredUntilPerTryTimeout(t *testing.T) {
 	ps := newProcServer(t)
 	a := newUpstream(t, nil)
 	up := extProcYAML("attempt", "request_header_mode: SEND, response_header_mode: SKIP")
-	e := start(t, cfg{procAddr: ps.addr,
+	e := start(t, cfg{procAddr: ps.addr, hcm: []string{"internal_address_config: {}"}, // internal requests keep x-envoy-* headers
 		route:    `timeout: 5s, retry_policy: {retry_on: "reset", num_retries: 1, retry_back_off: {base_interval: 0.001s}}`,
 		clusters: []string{clusterYAML("a", upstreamFiltersYAML(up), []string{endpointYAML(a.addr(), "")})},
 	})
-	res := e.do("GET", "/", "", "X-Cluster", "a", "x-envoy-upstream-rq-per-try-timeout-ms", "300")
+	res := e.do("GET", "/", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-upstream-rq-per-try-timeout-ms", "300")
 	st := ps.next(t, "attempt")
 	st.Recv(t)
 	st.Send(t, immediate(typev3.StatusCode_Forbidden, "denied"))
