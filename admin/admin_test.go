@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/switchyard-gw/switchyard/admin"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
@@ -49,5 +51,46 @@ func TestReadinessReflectsChecks(t *testing.T) {
 	resp2.Body.Close()
 	if resp2.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without a master key: %d, want 401", resp2.StatusCode)
+	}
+}
+
+// SPEC §10.3 over HTTP: a deployment switched off by its kill switch is reported disabled,
+// never available.
+func TestDeploymentStatusReportsDisabled(t *testing.T) {
+	cfg := &configv1.Config{Deployments: []*configv1.Deployment{
+		{Id: "on", PublicModel: "m", Provider: "openai", BaseUrl: "https://api.example.com", ProviderModel: "m"},
+		{Id: "off", PublicModel: "m", Provider: "openai", BaseUrl: "https://api.example.com", ProviderModel: "m", Enabled: proto.Bool(false)},
+	}}
+	snap, err := config.Compile(1, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := routing.New(config.NewLive(snap), memstore.New(), routing.Options{})
+	srv := httptest.NewServer(admin.Handler(r, admin.Options{MasterKey: "mk"}))
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/models/m/deployments", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer mk")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data []routing.DeploymentStatus `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || len(body.Data) != 2 {
+		t.Fatalf("GET deployments: %d %+v, want 200 with both deployments", resp.StatusCode, body)
+	}
+	want := map[string]string{"on": "available", "off": "disabled"}
+	for _, s := range body.Data {
+		if s.State != want[s.ID] || s.Enabled != (s.ID == "on") {
+			t.Errorf("%s reported %+v, want state %s", s.ID, s, want[s.ID])
+		}
 	}
 }

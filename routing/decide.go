@@ -19,8 +19,12 @@ type scratch struct {
 	states []store.DeploymentState
 	idx    []int
 	order  []int
-	// disabled counts deployments switched off by their kill switch.
-	disabled int
+	// scores and vals hold one ranking's scores by position in idx and its known values
+	// (cold-start median, see lowest).
+	scores, vals []float64
+	// disabled counts deployments switched off by their kill switch; drained those left out
+	// because their weight is 0 under a weight-drawn strategy (SPEC §2).
+	disabled, drained int
 }
 
 // hop is one public model of the plan, with its candidates cands[first:end].
@@ -41,7 +45,7 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 		return stopWith(Decision{}, &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "The gateway has no configuration loaded yet."})
 	}
 	global := snap.Settings.Policy(req.Operation, req.Mode())
-	d := Decision{Deadline: req.Start.Add(global.Total), Reason: h.Reason}
+	d := Decision{Deadline: req.Start.Add(global.Total), Reason: h.Reason, ReasonFrom: h.ReasonFrom}
 	if _, ok := snap.Groups[req.Model]; !ok {
 		return stopWith(d, &StopError{Status: http.StatusNotFound, Code: "model_not_found", Message: "The model `" + req.Model + "` does not exist."})
 	}
@@ -62,76 +66,116 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 			return stopWith(d, upstreamStop(last))
 		}
 	}
-	d.Reason = reason
-	if len(h.Attempts) >= global.MaxAttempts {
-		return stopWith(d, upstreamStop(last))
-	}
+	d.Reason, d.ReasonFrom = reason, from
 	left := d.Deadline.Sub(now)
-	if left < MinAttemptTime {
-		return stopWith(d, deadlineStop(last))
-	}
 
 	s := r.scratch.Get().(*scratch)
 	defer r.scratch.Put(s)
-	r.plan(snap, req, h, reason, from, s, &d)
-	if n := len(s.cands); n > 0 {
-		s.states = slices.Grow(s.states[:0], n)[:n]
-		if err := r.store.ReadStates(ctx, now, s.refs, s.states); err != nil {
-			// Routing must not fail because the shared store did: use neutral state (every
-			// circuit closed, no metrics) and say so (DESIGN.md, "Store").
-			clear(s.states)
-			d.Degraded = true
-			r.log.Warn("reading routing state failed; deciding on neutral state", "err", err)
-		}
-		for i := range s.cands {
-			s.cands[i].state = s.states[i]
-			assess(&s.cands[i], now)
-		}
+	// SPEC §6.4 counts upstream attempts: incompatibilities the gateway found itself do not
+	// spend the budget.
+	if h.asked() >= global.MaxAttempts {
+		return stopWith(d, r.spent(ctx, snap, req, h, now, left, s, &d, upstreamStop(last)))
 	}
+	if left < MinAttemptTime {
+		return stopWith(d, r.spent(ctx, snap, req, h, now, left, s, &d, deadlineStop(last)))
+	}
+	r.survey(ctx, snap, req, h, now, left, s, &d)
 	r.hopOrder(snap, req, last, s)
 
 	// First pass: a deployment nobody tried in this request, at once (SPEC §7.1).
 	for _, hi := range s.order {
-		if c := r.choose(ctx, snap, req, now, s, hi, func(c *candidate) bool { return !c.tried && c.block.usable() }, &d); c != nil {
-			return r.attempt(d, snap, req, last, c, 0, left)
+		if c := r.choose(ctx, snap, req, now, s, hi, func(c *candidate) bool {
+			return !c.tried && c.block.usable() && c.window >= MinAttemptTime
+		}, &d); c != nil {
+			return r.attempt(d, snap, req, last, c, 0)
 		}
 	}
-	// Reuse: ask a deployment again after the backoff (SPEC §7.2), if the wait fits.
+	// Reuse: ask a deployment again after the backoff (SPEC §7.2), or after its failure
+	// domain's capacity circuit reopens, if the wait fits.
 	for _, hi := range s.order {
-		if c := r.reusable(ctx, snap, req, h, now, left, s, hi, false, &d); c != nil {
-			return r.attempt(d, snap, req, last, c, r.reuseWait(snap, h, c.dep.ID), left)
+		if c := r.reusable(ctx, snap, req, h, now, s, hi, false, &d); c != nil {
+			return r.attempt(d, snap, req, last, c, r.waitBefore(snap, h, c, now, r.rand.Float64(), false))
 		}
 	}
-	// Every circuit open: seed 001's "try the full list anyway", opt-in (SPEC §7.5).
+	// Every circuit open: seed 001's "try the full list anyway", opt-in (SPEC §7.5). A
+	// half-open probe owned by another request is not a circuit to ignore: exactly one
+	// request holds it (SPEC §5.4).
 	if snap.Settings.WhenAllOpen == config.WhenAllOpenTry {
 		for _, hi := range s.order {
-			if c := r.choose(ctx, snap, req, now, s, hi, func(c *candidate) bool { return !c.tried && c.block.byCircuit() }, &d); c != nil {
-				return r.attempt(d, snap, req, last, c, 0, left)
+			if c := r.choose(ctx, snap, req, now, s, hi, func(c *candidate) bool {
+				return !c.tried && c.block.byCircuit() && c.window >= MinAttemptTime
+			}, &d); c != nil {
+				d.AllOpenTry = true
+				return r.attempt(d, snap, req, last, c, 0)
 			}
-			if c := r.reusable(ctx, snap, req, h, now, left, s, hi, true, &d); c != nil {
-				return r.attempt(d, snap, req, last, c, r.reuseWait(snap, h, c.dep.ID), left)
+			if c := r.reusable(ctx, snap, req, h, now, s, hi, true, &d); c != nil {
+				d.AllOpenTry = true
+				return r.attempt(d, snap, req, last, c, r.waitBefore(snap, h, c, now, r.rand.Float64(), true))
 			}
 		}
 	}
 	return stopWith(d, blockedStop(h, s, &d, req.Model, now))
 }
 
+// survey plans the hops and reads and assesses the live state of every candidate, in one
+// store call (SPEC §3).
+func (r *Router) survey(ctx context.Context, snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, s *scratch, d *Decision) {
+	r.plan(snap, req, h, now, left, s, d)
+	n := len(s.cands)
+	if n == 0 {
+		return
+	}
+	s.states = slices.Grow(s.states[:0], n)[:n]
+	if err := r.store.ReadStates(ctx, now, s.refs, s.states); err != nil {
+		// Routing must not fail because the shared store did: use neutral state (every
+		// circuit closed, no metrics) and say so (DESIGN.md, "Store").
+		clear(s.states)
+		d.Degraded = true
+		r.log.Warn("reading routing state failed; deciding on neutral state", "err", err)
+	}
+	for i := range s.cands {
+		s.cands[i].state = s.states[i]
+		assess(&s.cands[i], now)
+	}
+}
+
+// spent completes a stop for a spent budget or deadline. When the stop tells the client to
+// come back later (429, 503), the Retry-After must be when what blocks the model reopens,
+// not what the provider said (a capacity circuit may last longer than its Retry-After).
+func (r *Router) spent(ctx context.Context, snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, s *scratch, d *Decision, e *StopError) *StopError {
+	if !e.Upstream || (e.Status != http.StatusTooManyRequests && e.Status != http.StatusServiceUnavailable) {
+		return e
+	}
+	r.survey(ctx, snap, req, h, now, left, s, d)
+	if ra, ok := soonestReopen(s, now); ok {
+		e.RetryAfter = ra
+	}
+	return e
+}
+
 // reusable picks a deployment already tried in this request whose last failure allows asking
-// it again and whose wait still fits before the deadline. ignoreCircuits is whenAllOpen "try".
-func (r *Router) reusable(ctx context.Context, snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, s *scratch, hi int, ignoreCircuits bool, d *Decision) *candidate {
+// it again and whose wait still fits before its deadline. A deployment whose only blocker is
+// its failure domain's capacity circuit, reopening within RetryAfterLimit, is waited for
+// (SPEC §7.2). ignoreCircuits is whenAllOpen "try".
+func (r *Router) reusable(ctx context.Context, snap *config.Snapshot, req *Request, h *History, now time.Time, s *scratch, hi int, ignoreCircuits bool, d *Decision) *candidate {
 	return r.choose(ctx, snap, req, now, s, hi, func(c *candidate) bool {
 		if !c.tried || !c.reusable {
 			return false
 		}
-		if ignoreCircuits {
+		switch {
+		case ignoreCircuits:
 			if !c.block.byCircuit() {
 				return false
 			}
-		} else if !c.block.usable() {
+		case c.block == blockedCapacity:
+			if time.Unix(0, c.untilAvailable).Sub(now) > RetryAfterLimit {
+				return false
+			}
+		case !c.block.usable():
 			return false
 		}
 		// The wait's upper bound (with full jitter) must leave a meaningful attempt.
-		return maxReuseWait(snap, h, c.dep.ID)+MinAttemptTime <= left
+		return r.waitBefore(snap, h, c, now, 1, ignoreCircuits)+MinAttemptTime <= c.window
 	}, d)
 }
 
@@ -145,14 +189,17 @@ func (r *Router) choose(ctx context.Context, snap *config.Snapshot, req *Request
 			s.idx = append(s.idx, i)
 		}
 	}
+	single := len(snap.Groups[hp.model].Deployments) == 1
 	for len(s.idx) > 0 {
-		pos := 0
-		if len(snap.Groups[hp.model].Deployments) > 1 {
+		pos, how := 0, PickSingle
+		if !single {
 			// A group of one skips selection entirely (SPEC §2.1).
-			pos = pick(snap.Settings.Strategy, s.cands, s.idx, r.rand)
+			pos, how = pick(snap.Settings.Strategy, s, r.rand)
 		}
-		c := &s.cands[s.idx[pos]]
+		i := s.idx[pos]
+		c := &s.cands[i]
 		if c.block != needsProbe {
+			d.Pick = how
 			return c
 		}
 		won, err := r.store.AcquireProbe(ctx, c.dep.ID, req.ID, now, snap.Settings.Circuit.HalfOpenProbe)
@@ -160,25 +207,42 @@ func (r *Router) choose(ctx context.Context, snap *config.Snapshot, req *Request
 			r.log.Warn("acquiring a half-open probe failed; passing the deployment over", "deployment", c.dep.ID, "err", err)
 		}
 		if won {
-			d.Probe = true
+			d.Pick, d.Probe = how, true
 			return c
 		}
+		r.lostProbe(ctx, now, s, i, snap.Settings.Circuit.HalfOpenProbe)
 		s.idx[pos] = s.idx[len(s.idx)-1]
 		s.idx = s.idx[:len(s.idx)-1]
 	}
 	return nil
 }
 
+// lostProbe re-reads candidate i after another request won its probe, so that this request
+// treats it exactly like one arriving a moment later: blocked until the owner's probe ends
+// (SPEC §5.4), which a stop reports as Retry-After (SPEC §7.5).
+func (r *Router) lostProbe(ctx context.Context, now time.Time, s *scratch, i int, ttl time.Duration) {
+	c := &s.cands[i]
+	if err := r.store.ReadStates(ctx, now, s.refs[i:i+1], s.states[i:i+1]); err == nil {
+		c.state = s.states[i]
+		assess(c, now)
+	}
+	if c.block.usable() {
+		// The store still shows a free probe (its owner let it go in between, or the store
+		// failed): keep it out of this decision for the probe's TTL anyway.
+		c.block, c.untilAvailable = blockedProbe, now.Add(ttl).UnixNano()
+	}
+}
+
 // attempt fills the decision for an attempt on c after wait.
-func (r *Router) attempt(d Decision, snap *config.Snapshot, req *Request, last *Attempt, c *candidate, wait, left time.Duration) Decision {
+func (r *Router) attempt(d Decision, snap *config.Snapshot, req *Request, last *Attempt, c *candidate, wait time.Duration) Decision {
 	d.Action = ActionAttempt
 	d.Deployment = c.dep
 	d.Model = c.dep.PublicModel
 	d.Wait = wait
 	d.Policy = c.dep.Policy(&snap.Settings, req.Operation, req.Mode())
-	// A deployment's lower totalMs shortens what this attempt may use, never the request.
-	window := min(left, req.Start.Add(d.Policy.Total).Sub(r.clock.Now())) - wait
-	d.ResponseTimeout = max(min(d.Policy.Response, window), 0)
+	// The candidate's window (the request's deadline, or the deployment's lower totalMs) less
+	// the wait is at least MinAttemptTime: the passes above only accept candidates that fit.
+	d.ResponseTimeout = min(d.Policy.Response, c.window-wait)
 	switch {
 	case last == nil:
 		d.Move = MoveFirst
@@ -192,21 +256,23 @@ func (r *Router) attempt(d Decision, snap *config.Snapshot, req *Request, last *
 	return d
 }
 
-// reuseWait is the wait before asking deployment id again (SPEC §7.2): 0.5 s doubling with
-// every reuse up to 8 s, never less than retryAfterSeconds nor the provider's Retry-After
-// (honoured up to 60 s), plus up to 25% jitter.
-func (r *Router) reuseWait(snap *config.Snapshot, h *History, id string) time.Duration {
-	w := baseReuseWait(snap, h, id)
-	return w + time.Duration(float64(w)*JitterFraction*r.rand.Float64())
-}
-
-func maxReuseWait(snap *config.Snapshot, h *History, id string) time.Duration {
-	w := baseReuseWait(snap, h, id)
-	return w + time.Duration(float64(w)*JitterFraction)
+// waitBefore is the wait before asking c again (SPEC §7.2): 0.5 s doubling with every reuse
+// of that deployment up to 8 s, never less than retryAfterSeconds nor the provider's
+// Retry-After (honoured up to 60 s), plus jitter × 25%; and, unless circuits are ignored,
+// never before its failure domain's capacity circuit reopens.
+func (r *Router) waitBefore(snap *config.Snapshot, h *History, c *candidate, now time.Time, jitter float64, ignoreCircuits bool) time.Duration {
+	w := baseReuseWait(snap, h, c.dep.ID)
+	w += time.Duration(float64(w) * JitterFraction * jitter)
+	if c.block == blockedCapacity && !ignoreCircuits {
+		w = max(w, time.Unix(0, c.untilAvailable).Sub(now))
+	}
+	return w
 }
 
 func baseReuseWait(snap *config.Snapshot, h *History, id string) time.Duration {
-	w := BackoffBase << min(h.reuses(), 5)
+	// The backoff doubles per upstream: the k-th reuse of this deployment (SPEC §7.2).
+	k := max(h.askedOn(id)-1, 0)
+	w := BackoffBase << min(k, 5)
 	w = min(w, BackoffMax)
 	w = max(w, snap.Settings.RetryAfter)
 	if a := h.lastOn(id); a != nil {

@@ -48,6 +48,8 @@ type Decision struct {
 	// Model is the public model being served (differs from the request's on a fallback).
 	Model  string
 	Reason config.Reason
+	// ReasonFrom is the model whose refusal chose a context-window or content-policy chain.
+	ReasonFrom string
 	// Wait before sending the attempt (SPEC §7.2).
 	Wait time.Duration
 	// Policy is the execution policy for this attempt (global, lowered by the deployment's
@@ -58,8 +60,12 @@ type Decision struct {
 	// ResponseTimeout is the time this attempt may take to answer (JSON: whole response;
 	// stream: headers), already cut to what is left before the deadline after the wait.
 	ResponseTimeout time.Duration
+	// Pick says how the deployment was chosen (SPEC §10.1).
+	Pick Pick
 	// Probe: this attempt owns the deployment's half-open probe (SPEC §5.4).
 	Probe bool
+	// AllOpenTry: every circuit was open and whenAllOpen "try" ignored them (SPEC §7.5).
+	AllOpenTry bool
 	// Skips found by this decision, to append to the History.
 	Skips []Skip
 	// Stop is set when Action is ActionStop.

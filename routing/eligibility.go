@@ -14,9 +14,11 @@ const (
 	eligible blocker = iota
 	// needsProbe: half-open; usable only by the request that wins the probe (SPEC §5.4).
 	needsProbe
-	// blockedCooldown: the circuit is open after transient failures, or another request
-	// owns the half-open probe.
+	// blockedCooldown: the circuit is open after transient failures.
 	blockedCooldown
+	// blockedProbe: another request owns the half-open probe (SPEC §5.4). No mode, not even
+	// whenAllOpen "try", admits it: exactly one request may hold a probe.
+	blockedProbe
 	// blockedQuarantine: the circuit is open after a configuration failure (SPEC §5.6).
 	blockedQuarantine
 	// blockedCapacity: the failure domain is rate limited (SPEC §4.3, §5.7).
@@ -31,7 +33,8 @@ const (
 func (b blocker) usable() bool { return b == eligible || b == needsProbe }
 
 // byCircuit reports whether only a circuit keeps the candidate out, which whenAllOpen "try"
-// ignores (SPEC §7.5). Configuration quarantines, exhausted quotas and hard limits stay.
+// ignores (SPEC §7.5). Configuration quarantines, exhausted quotas, hard limits and a probe
+// owned by another request stay.
 func (b blocker) byCircuit() bool { return b == blockedCooldown || b == blockedCapacity }
 
 // assess decides a candidate's blocker at now and when it may be used again.
@@ -39,12 +42,16 @@ func assess(c *candidate, now time.Time) {
 	c.block, c.untilAvailable = eligible, 0
 	st := &c.state
 	switch st.Circuit.State(now) {
-	case store.StateCooldown, store.StateProbing:
+	case store.StateCooldown:
 		c.block = blockedCooldown
 		if st.Circuit.Cause == store.CauseConfiguration {
 			c.block = blockedQuarantine
 		}
-		c.untilAvailable = now.Add(st.Circuit.RetryAfter(now)).UnixNano()
+		c.untilAvailable = st.Circuit.OpenUntil.UnixNano()
+		return
+	case store.StateProbing:
+		c.block = blockedProbe
+		c.untilAvailable = st.Circuit.ProbeUntil.UnixNano()
 		return
 	case store.StateHalfOpen:
 		c.block = needsProbe

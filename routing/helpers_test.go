@@ -61,13 +61,19 @@ func (c *countingRand) Float64() float64 {
 type env struct {
 	t      testing.TB
 	router *routing.Router
-	store  *memstore.Store
+	store  store.Store
 	clock  *fakeclock.Clock
 	live   *config.Live
 	seq    int
 }
 
 func newEnv(t testing.TB, cfg *configv1.Config, opts ...func(*routing.Options)) *env {
+	t.Helper()
+	return newEnvOn(t, memstore.New(), cfg, opts...)
+}
+
+// newEnvOn is newEnv over the store st.
+func newEnvOn(t testing.TB, st store.Store, cfg *configv1.Config, opts ...func(*routing.Options)) *env {
 	t.Helper()
 	v, err := config.NewValidator()
 	if err != nil {
@@ -80,7 +86,7 @@ func newEnv(t testing.TB, cfg *configv1.Config, opts ...func(*routing.Options)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: memstore.New(), clock: newClock(), live: config.NewLive(snap)}
+	e := &env{t: t, store: st, clock: newClock(), live: config.NewLive(snap)}
 	o := routing.Options{Clock: e.clock, Rand: newRand(1)}
 	for _, f := range opts {
 		f(&o)
@@ -170,9 +176,7 @@ func (e *env) run(req *routing.Request, h *routing.History, d routing.Decision, 
 	if _, err := e.router.FinishAttempt(context.Background(), req, d.Deployment, attemptID, routing.Result{Classification: c, Latency: time.Second, CompletionTokens: 10, TotalTokens: 20}); err != nil {
 		e.t.Fatal(err)
 	}
-	h.Attempts = append(h.Attempts, routing.AttemptFrom(d.Deployment, c, time.Second))
-	h.Skips = append(h.Skips, d.Skips...)
-	h.Reason = d.Reason
+	h.Record(&d, c, time.Second)
 }
 
 // Classifications used across tests.

@@ -12,8 +12,11 @@ import (
 
 // StartAttempt records that an attempt on d begins now: in flight until it finishes or its
 // deadline (plus a grace period) passes (SPEC §3.1), and one more request this minute
-// (SPEC §3.2). attemptID must be unique per attempt.
+// (SPEC §3.2). attemptID must be unique per attempt. It records even when ctx is cancelled
+// (see record).
 func (r *Router) StartAttempt(ctx context.Context, d *config.Deployment, attemptID string, deadline time.Time) error {
+	ctx, cancel := r.record(ctx)
+	defer cancel()
 	now := r.clock.Now()
 	if err := r.store.StartAttempt(ctx, store.AttemptStart{
 		DeploymentID: d.ID, AttemptID: attemptID, Now: now, Expires: deadline.Add(inFlightGrace),
@@ -23,8 +26,23 @@ func (r *Router) StartAttempt(ctx context.Context, d *config.Deployment, attempt
 	return nil
 }
 
+// record returns the context an attempt's books are written under: ctx's values without its
+// cancellation, bounded by RecordTimeout. The books belong to the attempt, not to the
+// caller: the ext_proc attempt role finishes an attempt exactly when its stream is
+// cancelled, and an outcome dropped then would leave the in-flight entry behind until it
+// expires, or (through redisstore.Resilient, which takes a cancelled caller for one that
+// gave up) reach only this replica's memory.
+func (r *Router) record(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), r.recordTimeout)
+}
+
 // Result is what an attempt produced, for the books.
 type Result struct {
+	// Started is when the attempt started (Router.Now just before StartAttempt). A failure of
+	// an attempt that started before the circuit's last transition (a probe closing it, its
+	// opening, the end of its cooldown) changes nothing (SPEC §5.5). Zero means unknown: the
+	// failure then counts as if the attempt had started after the transition.
+	Started        time.Time
 	Classification failure.Classification
 	// Latency: from just before the upstream call until the upstream finished responding;
 	// for streams, the last upstream chunk (SPEC §3.3).
@@ -35,8 +53,11 @@ type Result struct {
 
 // FinishAttempt ends an attempt on d of request req: it releases the in-flight entry and
 // applies the outcome's effect to metrics and circuits (SPEC §3, §5, §7.3). It must be called
-// exactly once per started attempt, whatever the outcome, cancels included.
+// exactly once per started attempt, whatever the outcome, cancels included; it records even
+// when ctx is cancelled (see record).
 func (r *Router) FinishAttempt(ctx context.Context, req *Request, d *config.Deployment, attemptID string, res Result) (store.Transition, error) {
+	ctx, cancel := r.record(ctx)
+	defer cancel()
 	snap := r.config.Load()
 	now := r.clock.Now()
 	f := store.AttemptFinish{
@@ -44,6 +65,7 @@ func (r *Router) FinishAttempt(ctx context.Context, req *Request, d *config.Depl
 		Domain:           d.Domain,
 		AttemptID:        attemptID,
 		RequestID:        req.ID,
+		Started:          res.Started,
 		Now:              now,
 		Effect:           EffectOf(res.Classification),
 		Latency:          res.Latency,
@@ -63,7 +85,8 @@ func (r *Router) FinishAttempt(ctx context.Context, req *Request, d *config.Depl
 	}
 	r.log.Debug("attempt finished", "request", req.ID, "deployment", d.ID, "effect", f.Effect.String(),
 		"class", res.Classification.Class.String(), "kind", string(res.Classification.Kind),
-		"opened", t.Opened, "reopened", t.Reopened, "closed", t.Closed, "quarantined", t.Quarantined, "capacity", t.CapacityOpened)
+		"opened", t.Opened, "reopened", t.Reopened, "closed", t.Closed, "quarantined", t.Quarantined, "capacity", t.CapacityOpened,
+		"probe_released", t.ProbeReleased)
 	return t, nil
 }
 

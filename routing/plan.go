@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"time"
+
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store"
@@ -9,31 +11,33 @@ import (
 // plan fills s with the hops of this decision and their candidates (SPEC §7.6, §9.2):
 // for the general reason the requested model then its general fallback chain; for a
 // context-window or content-policy refusal that reason's chain. Models that refused the
-// request are left out, and so are deployments that are switched off, cannot keep the
-// request's contract (recorded as skips), or used up their own attempt limit.
-func (r *Router) plan(snap *config.Snapshot, req *Request, h *History, reason config.Reason, from string, s *scratch, d *Decision) {
-	s.hops, s.cands, s.refs, s.disabled = s.hops[:0], s.cands[:0], s.refs[:0], 0
+// request are left out, and so are deployments that are switched off, drained (weight 0
+// under a weight-drawn strategy), cannot keep the request's contract (recorded as skips), or
+// used up their own attempt limit. d.Reason and d.ReasonFrom name the chain.
+func (r *Router) plan(snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, s *scratch, d *Decision) {
+	s.hops, s.cands, s.refs, s.disabled, s.drained = s.hops[:0], s.cands[:0], s.refs[:0], 0, 0
+	reason, from := d.Reason, d.ReasonFrom
 	crossModel := snap.Policy(req.Model).CrossModelFallbackAllowed
 	if reason == config.ReasonGeneral {
-		r.addHop(snap, req, h, req.Model, s, d)
+		r.addHop(snap, req, h, now, left, req.Model, s, d)
 		if !crossModel {
 			return
 		}
 		if c := chainFor(snap, config.ReasonGeneral, req.Model); c != nil {
 			for _, m := range c.Targets {
-				r.addHop(snap, req, h, m, s, d)
+				r.addHop(snap, req, h, now, left, m, s, d)
 			}
 		}
 		return
 	}
 	if c := chainFor(snap, reason, from, req.Model); c != nil && crossModel {
 		for _, m := range c.Targets {
-			r.addHop(snap, req, h, m, s, d)
+			r.addHop(snap, req, h, now, left, m, s, d)
 		}
 	}
 }
 
-func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, model string, s *scratch, d *Decision) {
+func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, model string, s *scratch, d *Decision) {
 	for _, hp := range s.hops {
 		if hp.model == model {
 			return
@@ -49,9 +53,16 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, model s
 	}
 	hp := hop{model: model, first: len(s.cands)}
 	incompatible := 0
+	drains := drawsByWeight(snap.Settings.Strategy)
 	for _, dep := range g.Deployments {
 		if !dep.Enabled {
 			s.disabled++
+			continue
+		}
+		if drains && dep.Weight == 0 {
+			// Weight 0 is never drawn by the weighted draw, and health-aware multiplies it
+			// away (SPEC §2): a drained deployment takes no traffic, failover included.
+			s.drained++
 			continue
 		}
 		if why := req.Facts.Unmet(dep.Capabilities, req.Stream); why != "" {
@@ -60,10 +71,12 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, model s
 			continue
 		}
 		tries := h.triesOf(dep.ID)
-		if limit := dep.MaxAttempts(req.Operation, req.Mode()); limit > 0 && tries >= limit {
+		if limit := dep.MaxAttempts(req.Operation, req.Mode()); limit > 0 && h.askedOn(dep.ID) >= limit {
 			continue
 		}
-		c := candidate{dep: dep, hop: len(s.hops), tried: tries > 0}
+		// A deployment's lower totalMs shortens what its attempts may use, never the request.
+		window := min(left, req.Start.Add(dep.Total(&snap.Settings, req.Operation, req.Mode())).Sub(now))
+		c := candidate{dep: dep, hop: len(s.hops), tried: tries > 0, window: window}
 		if c.tried {
 			c.reusable = reusableAfter(h.lastOn(dep.ID))
 		}

@@ -171,16 +171,39 @@ func (h *History) skipped(s Skip) bool {
 	return false
 }
 
-// reuses counts the attempts that asked a deployment already tried in this request.
-func (h *History) reuses() int {
+// asked counts the attempts that reached an upstream (SPEC §6.4): incompatibilities found by
+// the gateway itself spend no budget.
+func (h *History) asked() int {
 	n := 0
 	for i := range h.Attempts {
-		for j := 0; j < i; j++ {
-			if h.Attempts[j].Deployment == h.Attempts[i].Deployment {
-				n++
-				break
-			}
+		if h.Attempts[i].Class != failure.ClassIncompatible {
+			n++
 		}
 	}
 	return n
+}
+
+// askedOn counts the attempts that reached deployment id's upstream.
+func (h *History) askedOn(id string) int {
+	n := 0
+	for i := range h.Attempts {
+		if h.Attempts[i].Deployment == id && h.Attempts[i].Class != failure.ClassIncompatible {
+			n++
+		}
+	}
+	return n
+}
+
+// Record appends the outcome of the attempt d decided: the attempt on d.Deployment with its
+// classification and latency, the fallback reason (and the model whose refusal chose it)
+// the next decision must keep following, and the skips d found. It is the one way to grow a
+// History, so no caller can drop the reason and break a context-window chain (SPEC §7.6).
+// A stop decision records only its skips.
+func (h *History) Record(d *Decision, c failure.Classification, latency time.Duration) {
+	h.Skips = append(h.Skips, d.Skips...)
+	if d.Action != ActionAttempt || d.Deployment == nil {
+		return
+	}
+	h.Reason, h.ReasonFrom = d.Reason, d.ReasonFrom
+	h.Attempts = append(h.Attempts, AttemptFrom(d.Deployment, c, latency))
 }

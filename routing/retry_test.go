@@ -1,7 +1,9 @@
 package routing_test
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,7 +144,8 @@ func TestDeploymentOverridesOnlyLower(t *testing.T) {
 			"text": {Json: &configv1.ExecutionPolicy{ResponseMs: proto.Uint64(30_000), MaxAttempts: proto.Uint32(1)}},
 		}
 	}
-	e := newEnv(t, cfgOf(settings(allowedFails(100)), dep("strict", "m", override), dep("other", "m", weight(0))))
+	e := newEnv(t, cfgOf(settings(strategy("least-busy"), allowedFails(100)), dep("strict", "m", override), dep("other", "m")))
+	e.busy("other", 1) // least-busy starts on strict
 	req, h := e.request("m"), &routing.History{}
 	d := e.mustAttempt(req, h)
 	if d.Deployment.ID != "strict" || d.ResponseTimeout != 30*time.Second {
@@ -210,5 +213,102 @@ func TestIncompatibilityMovesOnWithoutPenalty(t *testing.T) {
 	}
 	if st := e.state(d.Deployment.ID); st.Circuit.Open || st.Metrics.Failures != 0 {
 		t.Fatalf("incompatibility penalised the deployment: %+v", st)
+	}
+}
+
+// A deployment whose own totalMs override is spent is no candidate: no decision carries a
+// per-attempt timeout below MinAttemptTime (SPEC §6.3, §6.4).
+func TestSpentDeploymentTotalIsNoCandidate(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		short := func(d *configv1.Deployment) {
+			d.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{
+				"text": {Json: &configv1.ExecutionPolicy{TotalMs: proto.Uint64(3_000)}},
+			}
+		}
+		e := newEnv(cfgOf(settings(strategy("least-busy"), allowedFails(100)), dep("short", "m", short), dep("b", "m")), withRand(fixedRand(0)))
+		e.busy("b", 1) // least-busy prefers short whenever it is a candidate
+		req, h := e.request("m"), &routing.History{}
+		d := e.mustAttempt(req, h)
+		if d.Deployment.ID != "short" || d.ResponseTimeout != 3*time.Second {
+			t.Fatalf("first: %s timeout %v, want short with its 3s window", d.Deployment.ID, d.ResponseTimeout)
+		}
+		e.clock.Advance(2500 * time.Millisecond)
+		e.run(req, h, d, serverErr)
+		for i := range 2 { // maxAttempts 3
+			d = e.decide(req, h)
+			if d.Action != routing.ActionAttempt {
+				t.Fatalf("decision %d: stop %+v; history %+v", i, d.Stop, h.Attempts)
+			}
+			if d.Deployment.ID == "short" || d.ResponseTimeout < routing.MinAttemptTime {
+				t.Fatalf("decision on %s with timeout %v, want b: short's totalMs is spent", d.Deployment.ID, d.ResponseTimeout)
+			}
+			e.clock.Advance(d.Wait)
+			e.run(req, h, d, serverErr)
+		}
+	})
+}
+
+// SPEC §6.4 counts upstream attempts: incompatibilities the gateway finds itself do not spend
+// maxAttempts.
+func TestIncompatibilitiesSpendNoAttempt(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		e := newEnv(cfgOf(settings(textJSON(600_000, 1_800_000, 2), allowedFails(100)), dep("a", "m"), dep("b", "m"), dep("c", "m")))
+		req, h := e.request("m"), &routing.History{}
+		incompatible := failure.Classification{Class: failure.ClassIncompatible, Kind: failure.KindInvalidRequest}
+		e.run(req, h, e.mustAttempt(req, h), incompatible)
+		e.run(req, h, e.mustAttempt(req, h), incompatible)
+		d := e.mustAttempt(req, h)
+		e.run(req, h, d, serverErr)
+		if d := e.mustAttempt(req, h); d.Deployment.ID != h.Attempts[2].Deployment || d.Move != routing.MoveRetry {
+			t.Fatalf("second upstream attempt: %s %v, want a retry of the only compatible deployment", d.Deployment.ID, d.Move)
+		}
+	})
+}
+
+// SPEC §7.2: the backoff doubles per upstream asked again, not per request.
+func TestReuseBackoffDoublesPerUpstream(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		// least-busy steered by in-flight entries: a, b, then a, b, b again.
+		e := newEnv(cfgOf(settings(strategy("least-busy"), textJSON(600_000, 3_600_000, 10), allowedFails(100)), dep("a", "m"), dep("b", "m")), withRand(fixedRand(0)))
+		req, h := e.request("m"), &routing.History{}
+		var got []string
+		step := func() {
+			d := e.mustAttempt(req, h)
+			got = append(got, fmt.Sprintf("%s+%v", d.Deployment.ID, d.Wait))
+			e.clock.Advance(d.Wait)
+			e.run(req, h, d, serverErr)
+		}
+		e.busy("b", 1)
+		step()
+		step()
+		step() // a again: its first reuse
+		e.busy("a", 2)
+		step() // b again: its first reuse, whatever a's count
+		step() // b's second reuse
+		if want := "a+0s b+0s a+500ms b+500ms b+1s"; strings.Join(got, " ") != want {
+			t.Fatalf("attempts %v, want %s", got, want)
+		}
+	})
+}
+
+// History.Record keeps the fallback reason and the refusing model, so a context-window chain
+// that started on a fallback model survives a transient failure inside it (SPEC §7.6).
+func TestRecordKeepsTheRefusalChain(t *testing.T) {
+	cfg := withChains(cfgOf(settings(textJSON(600_000, 1_800_000, 5), allowedFails(100)), dep("p", "primary"), dep("f", "fallback"), dep("big1", "big"), dep("big2", "big")),
+		chain("primary", "general", "fallback"), chain("fallback", "context_window", "big"))
+	e := newEnv(t, cfg)
+	req, h := e.request("primary"), &routing.History{}
+	e.run(req, h, e.mustAttempt(req, h), serverErr) // p fails: general fallback
+	e.run(req, h, e.mustAttempt(req, h), tooLong)   // f refuses: its context-window chain
+	d := e.mustAttempt(req, h)
+	if d.Model != "big" || d.Reason != config.ReasonContextWindow || d.ReasonFrom != "fallback" {
+		t.Fatalf("after fallback's refusal: %+v, want big on fallback's context_window chain", d)
+	}
+	e.run(req, h, d, serverErr)
+	if h.Reason != config.ReasonContextWindow || h.ReasonFrom != "fallback" || len(h.Attempts) != 3 || h.Attempts[2].Latency != time.Second {
+		t.Fatalf("history after Record: %+v", h)
+	}
+	if d := e.mustAttempt(req, h); d.Model != "big" || d.Move != routing.MoveFailover {
+		t.Fatalf("after a transient failure inside the chain: %s (%v), want the other big deployment", d.Deployment.ID, d.Move)
 	}
 }

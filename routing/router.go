@@ -24,15 +24,19 @@
 //     order. The strategy (SPEC §2) picks among that hop's untried eligible deployments;
 //     a half-open pick must win the probe (SPEC §5.4) or is dropped.
 //  5. Reuse (SPEC §7.2): otherwise a deployment already tried is asked again after a wait of
-//     0.5 s doubling to 8 s, floored by retryAfterSeconds and the provider's Retry-After (≤60 s),
-//     plus up to 25% jitter, if the wait still leaves a meaningful attempt before the deadline.
-//  6. Nothing eligible: with whenAllOpen "try" the circuits are ignored for one more pass;
+//     0.5 s doubling (per deployment) to 8 s, floored by retryAfterSeconds and the provider's
+//     Retry-After (≤60 s), plus up to 25% jitter, and not before its failure domain's capacity
+//     circuit reopens (≤60 s), if the wait still leaves a meaningful attempt in the
+//     candidate's window (the deadline, or its deployment's lower totalMs).
+//  6. Nothing eligible: with whenAllOpen "try" the circuits (never a probe another request
+//     owns) are ignored for one more pass;
 //     otherwise stop with what the provider said last (SPEC §7.4), or, when no upstream was
 //     asked, with 429 rate_limit_exceeded / 503 model_overloaded + Retry-After /
 //     503 model_unavailable (SPEC §4.2, §7.5).
 //
 // The caller runs the attempt, classifies its outcome with package failure, records it with
-// FinishAttempt (metrics and circuits, SPEC §3, §5) and appends it to the History.
+// FinishAttempt (metrics and circuits, SPEC §3, §5) and adds it to the History with
+// History.Record.
 package routing
 
 import (
@@ -81,6 +85,8 @@ type Router struct {
 	clock  Clock
 	rand   Rand
 	log    *slog.Logger
+	// recordTimeout bounds the store calls that record an attempt (Options.RecordTimeout).
+	recordTimeout time.Duration
 
 	scratch sync.Pool // *scratch, reused across decisions to keep them allocation-light
 }
@@ -90,11 +96,21 @@ type Options struct {
 	Clock  Clock
 	Rand   Rand
 	Logger *slog.Logger
+	// RecordTimeout bounds StartAttempt and FinishAttempt, which run detached from their
+	// caller's cancellation (default DefaultRecordTimeout).
+	RecordTimeout time.Duration
 }
+
+// DefaultRecordTimeout bounds recording an attempt: several store operations (a Redis one of
+// 250 ms at most, then the local fallback), far below any request's budget.
+const DefaultRecordTimeout = time.Second
 
 // New returns a Router reading configuration from cfg and state from st.
 func New(cfg ConfigSource, st Store, opts Options) *Router {
-	r := &Router{config: cfg, store: st, clock: opts.Clock, rand: opts.Rand, log: opts.Logger}
+	r := &Router{config: cfg, store: st, clock: opts.Clock, rand: opts.Rand, log: opts.Logger, recordTimeout: opts.RecordTimeout}
+	if r.recordTimeout <= 0 {
+		r.recordTimeout = DefaultRecordTimeout
+	}
 	if r.clock == nil {
 		r.clock = SystemClock{}
 	}

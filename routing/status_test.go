@@ -5,52 +5,68 @@ import (
 	"testing"
 	"time"
 
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 )
 
 func TestStatusReportsCircuitStates(t *testing.T) {
-	e := newEnv(t, cfgOf(settings(allowedFails(0)), dep("cool", "m"), dep("half", "m"), dep("limited", "m", domain("acct")), dep("fine", "m", rpmLimit(5)), dep("off", "m", disabled)))
-	e.failOnce("half")
-	e.clock.Advance(5 * time.Second) // half: cooldown over → half_open
-	e.failOnce("cool")
-	e.clock.Advance(2 * time.Second) // cool: 3 s of cooldown left
-	d := e.live.Load().Deployments["limited"]
-	th := throttled
-	th.RetryAfter = 10 * time.Second
-	if _, err := e.router.FinishAttempt(context.Background(), e.request("m"), d, "x", routing.Result{Classification: th}); err != nil {
-		t.Fatal(err)
-	}
-	got, ok, err := e.router.Status(context.Background(), "m")
-	if err != nil || !ok {
-		t.Fatalf("Status: %v %v", ok, err)
-	}
-	want := map[string]struct {
-		state string
-		ms    int64
-	}{
-		"cool":    {"cooldown", 3000},
-		"half":    {"half_open", 0},
-		"limited": {"rate_limited", 10000},
-		"fine":    {"available", 0},
-		"off":     {"available", 0},
-	}
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		e := newEnv(cfgOf(settings(allowedFails(0)), dep("cool", "m"), dep("half", "m"), dep("limited", "m", domain("acct")), dep("fine", "m", rpmLimit(5)), dep("off", "m", disabled)))
+		e.failOnce("half")
+		e.clock.Advance(5 * time.Second) // half: cooldown over → half_open
+		e.failOnce("cool")
+		e.clock.Advance(2 * time.Second) // cool: 3 s of cooldown left
+		d := e.live.Load().Deployments["limited"]
+		th := throttled
+		th.RetryAfter = 10 * time.Second
+		if _, err := e.router.FinishAttempt(context.Background(), e.request("m"), d, "x", routing.Result{Classification: th}); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := e.router.Status(context.Background(), "m")
+		if err != nil || !ok {
+			t.Fatalf("Status: %v %v", ok, err)
+		}
+		want := map[string]struct {
+			state string
+			ms    int64
+		}{
+			"cool":    {"cooldown", 3000},
+			"half":    {"half_open", 0},
+			"limited": {"rate_limited", 10000},
+			"fine":    {"available", 0},
+			"off":     {"disabled", 0},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("Status reported %d deployments, want %d: %+v", len(got), len(want), got)
+		}
+		for _, s := range got {
+			w := want[s.ID]
+			if s.State != w.state || s.RetryAfterMs != w.ms {
+				t.Errorf("%s: %s %dms, want %s %dms", s.ID, s.State, s.RetryAfterMs, w.state, w.ms)
+			}
+			if s.ID == "off" && s.Enabled {
+				t.Error("switched-off deployment reported enabled")
+			}
+		}
+		e.busy("fine", 5)
+		got, _, _ = e.router.Status(context.Background(), "m")
+		if fine := statusOf(t, got, "fine"); fine.State != "rate_limited" || fine.Cause != "limit" {
+			t.Errorf("deployment at its rpm limit reported %+v", fine)
+		}
+		if _, ok, _ := e.router.Status(context.Background(), "nope"); ok {
+			t.Fatal("unknown model reported")
+		}
+	})
+}
+
+// statusOf returns the status of deployment id, failing the test when it is missing.
+func statusOf(t *testing.T, got []routing.DeploymentStatus, id string) routing.DeploymentStatus {
+	t.Helper()
 	for _, s := range got {
-		w := want[s.ID]
-		if s.State != w.state || s.RetryAfterMs != w.ms {
-			t.Errorf("%s: %s %dms, want %s %dms", s.ID, s.State, s.RetryAfterMs, w.state, w.ms)
-		}
-		if s.ID == "off" && s.Enabled {
-			t.Error("switched-off deployment reported enabled")
+		if s.ID == id {
+			return s
 		}
 	}
-	e.busy("fine", 5)
-	got, _, _ = e.router.Status(context.Background(), "m")
-	for _, s := range got {
-		if s.ID == "fine" && s.State != "rate_limited" {
-			t.Errorf("deployment at its rpm limit reported %s", s.State)
-		}
-	}
-	if _, ok, _ := e.router.Status(context.Background(), "nope"); ok {
-		t.Fatal("unknown model reported")
-	}
+	t.Fatalf("no status for %s in %+v", id, got)
+	return routing.DeploymentStatus{}
 }

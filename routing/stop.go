@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // upstreamStop ends the request with what the provider said last (SPEC §7.4): its status and
@@ -69,17 +70,26 @@ func deadlineStop(last *Attempt) *StopError {
 // every candidate quarantined or out of quota → 503 model_unavailable; only rate limits and
 // capacity circuits → 429 rate_limit_exceeded; any cooling circuit → 503 model_overloaded.
 // Both carry the exact time until the first candidate is usable again as Retry-After.
+// When an upstream was asked and its 429 or 503 tells the client to come back, the
+// Retry-After is when what blocks the model reopens, if every candidate is blocked.
 func blockedStop(h *History, s *scratch, d *Decision, model string, now time.Time) *StopError {
 	if last := h.lastAsked(); last != nil {
-		return upstreamStop(last)
+		e := upstreamStop(last)
+		if ra, ok := soonestReopen(s, now); ok && e.Upstream && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) {
+			e.RetryAfter = ra
+		}
+		return e
 	}
 	if len(s.cands) == 0 {
 		if len(d.Skips) > 0 {
 			return &StopError{Status: http.StatusBadRequest, Code: "capability_unsupported", Kind: failure.KindInvalidRequest,
 				Message: "No deployment of `" + model + "` supports this request: " + d.Skips[0].Why + "."}
 		}
-		if s.disabled > 0 {
+		if s.disabled > 0 && s.drained == 0 {
 			return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "Every deployment of `" + model + "` is switched off."}
+		}
+		if s.drained > 0 {
+			return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "Every deployment of `" + model + "` is switched off or drained (weight 0)."}
 		}
 		return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "No deployment of `" + model + "` can take the request."}
 	}
@@ -88,6 +98,13 @@ func blockedStop(h *History, s *scratch, d *Decision, model string, now time.Tim
 	for i := range s.cands {
 		c := &s.cands[i]
 		switch c.block {
+		case blockedProbe:
+			// A quarantine's probe stays a quarantine for everyone else (SPEC §5.6).
+			if c.state.Circuit.Cause == store.CauseConfiguration {
+				misconfigured++
+				continue
+			}
+			cooling++
 		case blockedCooldown:
 			cooling++
 		case blockedCapacity, blockedLimit:
@@ -119,4 +136,30 @@ func blockedStop(h *History, s *scratch, d *Decision, model string, now time.Tim
 	// Candidates exist but none was usable for another reason (e.g. the deadline cannot fit
 	// a reuse wait).
 	return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "No deployment of `" + model + "` can take the request now."}
+}
+
+// soonestReopen is the exact time until the first candidate can be used again, when every
+// candidate is blocked and at least one only for a while (not quarantined nor out of quota).
+func soonestReopen(s *scratch, now time.Time) (time.Duration, bool) {
+	var soonest int64
+	for i := range s.cands {
+		c := &s.cands[i]
+		switch c.block {
+		case eligible, needsProbe:
+			return 0, false
+		case blockedQuarantine, blockedQuota:
+			continue
+		case blockedProbe:
+			if c.state.Circuit.Cause == store.CauseConfiguration {
+				continue
+			}
+		}
+		if c.untilAvailable > 0 && (soonest == 0 || c.untilAvailable < soonest) {
+			soonest = c.untilAvailable
+		}
+	}
+	if soonest == 0 {
+		return 0, false
+	}
+	return max(time.Unix(0, soonest).Sub(now), 0), true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
@@ -108,11 +110,8 @@ func TestLatencyBased(t *testing.T) {
 	e := newEnv(t, cfgOf(settings(strategy("latency-based")), dep("fast", "m", weight(0)), dep("slow", "m", weight(5)), dep("new", "m", weight(1))))
 	e.complete("fast", time.Second, 10, 10)
 	e.complete("slow", 3*time.Second, 10, 10)
-	// A deployment without a completed request is measured before the ranking applies.
-	if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "new" {
-		t.Fatalf("chose %s, want the unmeasured deployment first", d.Deployment.ID)
-	}
-	e.complete("new", 2*time.Second, 10, 10)
+	// A deployment without a completed request ranks at the median of the known values (2 s):
+	// behind fast, ahead of slow.
 	for range 50 {
 		if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "fast" {
 			t.Fatalf("latency-based chose %s, want fast (lowest EWMA, weight ignored)", d.Deployment.ID)
@@ -230,7 +229,7 @@ func TestHealthAware(t *testing.T) {
 
 func TestSingleMemberGroupSkipsSelection(t *testing.T) {
 	cr := &countingRand{inner: newRand(3)}
-	e := newEnv(t, cfgOf(settings(strategy("health-aware")), dep("only", "solo", weight(0))), withRand(cr))
+	e := newEnv(t, cfgOf(settings(strategy("health-aware")), dep("only", "solo", weight(7))), withRand(cr))
 	for range 10 {
 		if d := e.mustAttempt(e.request("solo"), nil); d.Deployment.ID != "only" {
 			t.Fatalf("chose %s", d.Deployment.ID)
@@ -256,5 +255,100 @@ func TestThroughputNeedsTokens(t *testing.T) {
 	}
 	if m := e.state("a").Metrics; m.HasThroughput || !m.HasLatency {
 		t.Fatalf("metrics = %+v, want latency but no throughput", m)
+	}
+}
+
+// SPEC §2: weight 0 is never drawn and health-aware multiplies it away. A drained deployment
+// takes no traffic from simple-shuffle or health-aware, failover included; a group of only
+// drained deployments falls back, or stops like a group without an eligible candidate.
+func TestDrainedDeploymentTakesNoTraffic(t *testing.T) {
+	for _, s := range []string{"simple-shuffle", "health-aware"} {
+		t.Run(s, func(t *testing.T) {
+			e := newEnv(t, cfgOf(settings(strategy(s), allowedFails(100)), dep("a", "m"), dep("z", "m", weight(0))))
+			req, h := e.request("m"), &routing.History{}
+			for range 3 {
+				d := e.mustAttempt(req, h)
+				if d.Deployment.ID != "a" {
+					t.Fatalf("attempt %d on the drained deployment (move %v)", len(h.Attempts)+1, d.Move)
+				}
+				e.clock.Advance(d.Wait)
+				e.run(req, h, d, serverErr)
+			}
+
+			e = newEnv(t, withChains(cfgOf(settings(strategy(s)), dep("z1", "m", weight(0)), dep("z2", "m", weight(0)), dep("b", "backup")),
+				chain("m", "general", "backup")))
+			if d := e.mustAttempt(e.request("m"), nil); d.Deployment.ID != "b" || d.Move != routing.MoveFirst {
+				t.Fatalf("only drained deployments: %s, want the fallback b", d.Deployment.ID)
+			}
+			e = newEnv(t, cfgOf(settings(strategy(s)), dep("z1", "m", weight(0)), dep("z2", "m", weight(0))))
+			if st := e.mustStop(e.request("m"), nil); st.Status != http.StatusServiceUnavailable || st.Code != "model_unavailable" {
+				t.Fatalf("only drained deployments, no fallback: %+v, want 503 model_unavailable", st)
+			}
+			e = newEnv(t, cfgOf(settings(strategy(s)), dep("solo", "m", weight(0))))
+			if st := e.mustStop(e.request("m"), nil); st.Code != "model_unavailable" {
+				t.Fatalf("a drained single-member group: %+v, want 503 model_unavailable", st)
+			}
+		})
+	}
+}
+
+// SPEC §10.1: the decision says how its deployment was picked.
+func TestDecisionSaysHowItPicked(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  *configv1.Config
+		prep func(e *env)
+		want routing.Pick
+	}{
+		{"single-member group", cfgOf(settings(strategy("latency-based")), dep("a", "m")), nil, routing.PickSingle},
+		{"strategy", cfgOf(settings(), dep("a", "m"), dep("b", "m")), nil, routing.PickStrategy},
+		{"metric strategy without data", cfgOf(settings(strategy("latency-based")), dep("a", "m"), dep("b", "m")), nil, routing.PickWeighted},
+		{"metric strategy with data", cfgOf(settings(strategy("latency-based")), dep("a", "m"), dep("b", "m")), func(e *env) { e.complete("a", time.Second, 1, 2) }, routing.PickStrategy},
+		{"mixed price bases", cfgOf(settings(strategy("price-based")), dep("a", "m", price(1, 2)), dep("b", "m")), nil, routing.PickWeighted},
+	}
+	for _, tc := range cases {
+		e := newEnv(t, tc.cfg)
+		if tc.prep != nil {
+			tc.prep(e)
+		}
+		if d := e.mustAttempt(e.request("m"), nil); d.Pick != tc.want || d.Probe || d.AllOpenTry {
+			t.Errorf("%s: pick %v probe %v try %v, want %v", tc.name, d.Pick, d.Probe, d.AllOpenTry, tc.want)
+		}
+	}
+	e := newEnv(t, cfgOf(settings(allowedFails(0)), dep("a", "m"), dep("b", "m")))
+	e.failOnce("a")
+	e.failOnce("b")
+	e.clock.Advance(5 * time.Second)
+	if d := e.mustAttempt(e.request("m"), nil); !d.Probe || d.Pick != routing.PickStrategy {
+		t.Errorf("half-open pick: %+v, want a probe chosen by the strategy", d)
+	}
+	e.mustAttempt(e.request("m"), nil) // the other probe
+	if d := e.decide(e.request("m"), nil); d.Action != routing.ActionStop || d.Pick != routing.PickNone {
+		t.Errorf("a stop reports pick %v", d.Pick)
+	}
+}
+
+// The decision path allocates nothing, whatever the strategy (8 deployments with metrics).
+func TestDecideAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items; allocations are measured without it")
+	}
+	for _, s := range config.Strategies() {
+		deps := make([]*configv1.Deployment, 8)
+		for i := range deps {
+			deps[i] = dep(fmt.Sprintf("d%d", i), "m", weight(uint32(1+i%3)), price(float64(1+i), 2))
+		}
+		e := newEnv(t, cfgOf(settings(strategy(s.String())), deps...))
+		for i := range deps {
+			if i%2 == 0 { // half of them measured: the cold-start median runs too
+				e.complete(deps[i].GetId(), time.Duration(100+i)*time.Millisecond, int64(10+i), int64(20+i))
+			}
+		}
+		req := e.request("m")
+		ctx := context.Background()
+		e.router.Decide(ctx, req, nil) // warm the pool
+		if n := testing.AllocsPerRun(200, func() { e.router.Decide(ctx, req, nil) }); n != 0 {
+			t.Errorf("%s: %.1f allocations per decision, want 0", s, n)
+		}
 	}
 }

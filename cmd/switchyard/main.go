@@ -23,11 +23,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-gw/switchyard/admin"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
-	"github.com/switchyard-gw/switchyard/routing/store/redisstore"
 )
 
 func main() {
@@ -39,20 +39,22 @@ func main() {
 	}
 }
 
-// run starts switchyard and blocks until ctx is done. ready, if not nil, receives the admin
-// listener's address once it serves.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- string) error {
+// started is what run reports once it serves (for tests).
+type started struct {
+	addr string       // the admin listener's address
+	live *config.Live // the configuration in force
+}
+
+// run starts switchyard and blocks until ctx is done. ready, if not nil, receives what
+// started once the admin listener serves.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- started) error {
 	fs := flag.NewFlagSet("switchyard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "path of the JSON configuration file (required)")
 	adminAddr := fs.String("admin-listen", "127.0.0.1:8080", "address of the operator HTTP endpoints")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var sf storeFlags
-	fs.StringVar(&sf.kind, "store", "memory", "routing state and configuration store: memory (one replica) or redis (many replicas)")
-	fs.StringVar(&sf.redisAddrs, "redis-addrs", "", "comma-separated Redis addresses: one for standalone, several for Cluster, the Sentinels with -redis-master-name")
-	fs.StringVar(&sf.masterName, "redis-master-name", "", "Sentinel master name")
-	fs.StringVar(&sf.prefix, "redis-prefix", redisstore.DefaultPrefix, "prefix of every Redis key (one per gateway fleet)")
-	fs.IntVar(&sf.db, "redis-db", 0, "Redis database (standalone and Sentinel only)")
+	sf.register(fs)
 	overwrite := fs.Bool("config-overwrite", false, "replace the shared store's configuration with -config even when it already holds one")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// go-redis logs through a process-global; the binary owns the process (see redislog.go).
+	redis.SetLogger(redisLogger{log: log})
 
 	validator, err := config.NewValidator()
 	if err != nil {
@@ -76,26 +80,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	st, err := openStore(sf, getenv("SWITCHYARD_REDIS_PASSWORD"), reg, log)
+	st, err := openStore(sf, redisEnv{password: getenv("SWITCHYARD_REDIS_PASSWORD"),
+		sentinelPassword: getenv("SWITCHYARD_REDIS_SENTINEL_PASSWORD")}, reg, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	live := &config.Live{}
-	if err := seed(ctx, st, sf.kind, cfg, *overwrite, log); err != nil {
-		// The shared store is unreachable: start on the file and follow the store when it
-		// answers (the resilient store announces the version on recovery).
-		log.Warn("configuration store unavailable; starting on the configuration file", "err", err)
+	seedErr := seed(ctx, st, sf.kind, cfg, *overwrite, log)
+	if seedErr != nil {
+		// The shared store is unreachable: start on the file, seed the store when it answers
+		// (if it is still empty then) and follow it.
+		log.Warn("configuration store unavailable; starting on the configuration file", "err", seedErr)
 	}
 	if err := live.Reload(ctx, st, validator); err != nil {
-		snap, cerr := config.Compile(0, cfg, nil)
+		snap, cerr := config.CompileFile(cfg) // with the file's own keys
 		if cerr != nil {
 			return cerr
 		}
 		log.Warn("loading the configuration from the store failed; routing on the configuration file", "err", err)
 		live.Store(snap)
 	}
-	go live.Follow(ctx, st, validator, log)
+	if seedErr != nil {
+		go seedWhenReachable(ctx, st, sf.kind, cfg, *overwrite, time.After, log)
+	}
+	go config.Follower{Logger: log}.Run(ctx, live, st, validator)
 	router := routing.New(live, st, routing.Options{Logger: log})
 	var checks []func(context.Context) admin.Readiness
 	if st.check != nil {
@@ -120,7 +129,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		"config_version", snap.Version, "deployments", len(snap.Deployments), "models", len(snap.Groups),
 		"strategy", snap.Settings.Strategy.String())
 	if ready != nil {
-		ready <- ln.Addr().String()
+		ready <- started{addr: ln.Addr().String(), live: live}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/switchyard-gw/switchyard/internal/redistest"
+	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
 // syncBuffer is a log sink safe for the server goroutine and the test.
@@ -37,6 +40,7 @@ func (s *syncBuffer) String() string {
 // instance is a switchyard started by run().
 type instance struct {
 	addr   string
+	live   *config.Live // the configuration in force
 	logs   *syncBuffer
 	cancel context.CancelFunc
 	done   chan error
@@ -47,13 +51,14 @@ func start(t *testing.T, args ...string) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan string, 1)
+	ready := make(chan started, 1)
 	env := map[string]string{"SWITCHYARD_MASTER_KEY": "test-master-key"}
 	go func() {
 		in.done <- run(ctx, append(args, "-admin-listen", "127.0.0.1:0"), func(k string) string { return env[k] }, in.logs, ready)
 	}()
 	select {
-	case in.addr = <-ready:
+	case st := <-ready:
+		in.addr, in.live = st.addr, st.live
 	case err := <-in.done:
 		t.Fatalf("switchyard exited: %v\n%s", err, in.logs)
 	case <-time.After(30 * time.Second):
@@ -131,12 +136,44 @@ func TestRunWithExampleConfig(t *testing.T) {
 	}
 }
 
-var redisServer redistest.Shared
+var (
+	redisServer   redistest.Shared
+	redisCluster  redistest.SharedCluster
+	redisSentinel redistest.SharedSentinel
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	redisServer.Close()
+	redisCluster.Close()
+	redisSentinel.Close()
 	os.Exit(code)
+}
+
+// eventually polls cond until it holds or the deadline passes (the replica works in its own
+// goroutines against a real Redis).
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling real I/O with a deadline
+	}
+}
+
+// assertKeys fails unless every id is in force with the key writeConfig gave it.
+func assertKeys(t *testing.T, in *instance, ids ...string) {
+	t.Helper()
+	snap := in.live.Load()
+	for _, id := range ids {
+		d := snap.Deployments[id]
+		if d == nil || d.APIKey != "sk-"+id+"-secret" {
+			has := d != nil
+			t.Fatalf("deployment %s: in force %v, without the key of the file", id, has)
+		}
+	}
 }
 
 // writeConfig writes a configuration file with one deployment per id, all of model m.
@@ -184,16 +221,57 @@ func TestRedisReplicasShareConfiguration(t *testing.T) {
 }
 
 // TestRedisDownAtStartup starts a replica whose Redis does not answer: it routes on its
-// configuration file and says so, and its readiness reports the outage without failing.
+// configuration file, provider keys included, and says so. When Redis comes back empty the
+// replica seeds it from its file, as a normal start would, and follows it.
 func TestRedisDownAtStartup(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()
-	in := start(t, "-config", writeConfig(t, "x1"), "-store", "redis", "-redis-addrs", srv.Addr(), "-redis-prefix", redistest.Prefix(t))
+	prefix := redistest.Prefix(t)
+	in := start(t, "-config", writeConfig(t, "x1", "x2"), "-store", "redis", "-redis-addrs", srv.Addr(), "-redis-prefix", prefix)
 	code, body := in.get(t, "/v1/models/m/deployments", "test-master-key")
-	if data, _ := body["data"].([]any); code != http.StatusOK || len(data) != 1 {
-		t.Fatalf("with Redis down: %d %v, want the file's deployment", code, body)
+	if data, _ := body["data"].([]any); code != http.StatusOK || len(data) != 2 {
+		t.Fatalf("with Redis down: %d %v, want the file's deployments", code, body)
 	}
+	assertKeys(t, in, "x1", "x2")
 	if !strings.Contains(in.logs.String(), "starting on the configuration file") {
 		t.Fatalf("no warning about the unreachable store:\n%s", in.logs)
+	}
+
+	srv.Restart()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer c.Close()
+	eventually(t, 20*time.Second, "Redis seeded from the file", func() bool {
+		n, err := c.HLen(t.Context(), prefix+"{cfg}:deployments").Result()
+		return err == nil && n == 2
+	})
+	if key, err := c.HGet(t.Context(), prefix+"{cfg}:secrets", "x1").Result(); err != nil || key != "sk-x1-secret" {
+		t.Fatalf("seeded secret of x1 = %q, %v", key, err)
+	}
+	eventually(t, 20*time.Second, "the replica on the seeded version", func() bool { return in.live.Load().Version >= 1 })
+	assertKeys(t, in, "x1", "x2")
+}
+
+// TestRedisBackWithConfigurationIsNotOverwritten: a replica that started without Redis
+// must not seed a Redis that comes back holding a configuration; it follows that one.
+func TestRedisBackWithConfigurationIsNotOverwritten(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	owner := start(t, "-config", writeConfig(t, "shared"), "-store", "redis", "-redis-addrs", srv.Addr(), "-redis-prefix", prefix)
+	owner.stop(t)
+	srv.Stop()
+	in := start(t, "-config", writeConfig(t, "mine"), "-store", "redis", "-redis-addrs", srv.Addr(), "-redis-prefix", prefix)
+	assertKeys(t, in, "mine")
+	srv.Restart()
+	eventually(t, 20*time.Second, "the replica on Redis's configuration", func() bool {
+		return in.live.Load().Deployments["shared"] != nil
+	})
+	assertKeys(t, in, "shared")
+	if in.live.Load().Deployments["mine"] != nil {
+		t.Fatal("the file's deployment survived")
+	}
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer c.Close()
+	if ok, err := c.HExists(t.Context(), prefix+"{cfg}:deployments", "mine").Result(); err != nil || ok {
+		t.Fatalf("the late replica seeded its file over the shared configuration (%v)", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -19,10 +20,11 @@ import (
 // Server is a redis-server process a test controls: it can be stopped and restarted on the
 // same port, or paused to look hung. It is killed when the test ends.
 type Server struct {
-	tb   testing.TB
-	bin  string
-	dir  string
-	port int
+	tb    testing.TB
+	bin   string
+	dir   string
+	port  int
+	extra []string // more redis-server arguments, kept across Restart
 
 	mu   sync.Mutex
 	proc *process
@@ -32,16 +34,23 @@ type Server struct {
 // (a server started elsewhere cannot be stopped and restarted by the test).
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return StartWith(tb)
+}
+
+// StartWith is Start with more redis-server arguments (a TLS port, say). The plain port
+// stays on: it is how the helper sees the server answer.
+func StartWith(tb testing.TB, extra ...string) *Server {
+	tb.Helper()
 	bin, err := findRedisServer()
 	if err != nil {
 		tb.Skip("SKIPPING: this test controls its own Redis and needs redis-server on PATH: " + err.Error())
 	}
 	dir := tb.TempDir()
-	p, err := startProcess(bin, 0, dir)
+	p, err := startProcess(bin, 0, dir, extra...)
 	if err != nil {
 		tb.Fatalf("start redis-server: %v", err)
 	}
-	s := &Server{tb: tb, bin: bin, dir: dir, port: p.port, proc: p}
+	s := &Server{tb: tb, bin: bin, dir: dir, port: p.port, extra: extra, proc: p}
 	tb.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -79,7 +88,7 @@ func (s *Server) Restart() {
 	if s.proc != nil {
 		s.tb.Fatal("Restart of a running redis-server")
 	}
-	p, err := startProcess(s.bin, s.port, s.dir)
+	p, err := startProcess(s.bin, s.port, s.dir, s.extra...)
 	if err != nil {
 		s.tb.Fatalf("restart redis-server: %v", err)
 	}
@@ -122,7 +131,7 @@ func findRedisServer() (string, error) {
 
 // startProcess starts redis-server on port (0: a free one) with dir as its working
 // directory (""; a temporary one), without persistence, and waits until it answers PING.
-func startProcess(bin string, port int, dir string) (*process, error) {
+func startProcess(bin string, port int, dir string, extra ...string) (*process, error) {
 	temp := false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "redistest-")
@@ -140,7 +149,7 @@ func startProcess(bin string, port int, dir string) (*process, error) {
 				return nil, err
 			}
 		}
-		proc, err := launch(bin, p, dir)
+		proc, err := launch(bin, p, dir, extra...)
 		if err == nil {
 			proc.temp = temp
 			return proc, nil
@@ -156,15 +165,20 @@ func startProcess(bin string, port int, dir string) (*process, error) {
 	return nil, lastErr
 }
 
-func launch(bin string, port int, dir string) (*process, error) {
-	cmd := exec.Command(bin,
+func launch(bin string, port int, dir string, extra ...string) (*process, error) {
+	cmd := exec.Command(bin, append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", "redis.log", "--daemonize", "no")
+		"--dir", dir, "--logfile", "redis.log", "--daemonize", "no"}, extra...)...)
+	return run(cmd, port, dir)
+}
+
+// run starts cmd (a redis-server listening on port) in dir and waits until it answers PING.
+func run(cmd *exec.Cmd, port int, dir string) (*process, error) {
 	cmd.Dir = dir
 	setParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("exec %s: %w", bin, err)
+		return nil, fmt.Errorf("exec %s: %w", cmd.Path, err)
 	}
 	p := &process{cmd: cmd, port: port, dir: dir, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
@@ -233,7 +247,8 @@ func freePort() (int, error) {
 
 var errClosed = errors.New("connection closed without a reply")
 
-// command sends one inline command and returns the first reply line.
+// command sends one inline command and returns the first reply line; for a bulk string
+// reply ("$<n>"), the string itself.
 func command(addr, line string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -244,14 +259,23 @@ func command(addr, line string) (string, error) {
 	if _, err := c.Write([]byte(line + "\r\n")); err != nil {
 		return "", err
 	}
-	reply, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	reply, err := r.ReadString('\n')
 	if err != nil {
 		if reply == "" {
 			return "", errClosed
 		}
 		return "", err
 	}
-	return strings.TrimSpace(reply), nil
+	reply = strings.TrimSpace(reply)
+	if n, err := strconv.Atoi(strings.TrimPrefix(reply, "$")); err == nil && strings.HasPrefix(reply, "$") && n >= 0 {
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return "", fmt.Errorf("reading a bulk reply: %w", err)
+		}
+		return string(b[:n]), nil
+	}
+	return reply, nil
 }
 
 func ping(addr string) error {

@@ -75,6 +75,11 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"chain reason", func(c *configv1.Config) {
 			c.FallbackChains = []*configv1.FallbackChain{{PublicModel: "gpt-4o", Reason: "because", Targets: []string{"x"}}}
 		}, "fallbackChains[0].reason"},
+		{"nested map of messages", func(c *configv1.Config) {
+			m := config.DefaultExecutionPolicies()
+			m["text"].Json.ResponseMs = proto.Uint64(0)
+			c.RouterSettings = &configv1.RouterSettings{ExecutionPolicies: m}
+		}, `routerSettings.executionPolicies["text"].json.responseMs`},
 		{"unknown override operation", func(c *configv1.Config) {
 			c.Deployments[0].ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{"chess": {}}
 		}, `deployments[0].executionPolicyOverrides["chess"]`},
@@ -242,10 +247,48 @@ func TestParseRejectsUnknownFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := snap.Deployments["a"]
-	if d.Weight != 0 || !d.Enabled || d.APIKey != "k" || d.Domain != "deployment:a" || snap.Groups["m"].Deployments[0] != d {
+	if d.Weight != 0 || !d.Enabled || d.APIKey != "k" || d.Domain != "deployment/a" || snap.Groups["m"].Deployments[0] != d {
 		t.Fatalf("compiled deployment: %+v", d)
 	}
 	if d.Source.GetApiKey() != "" {
 		t.Fatal("compiled Source kept the API key")
+	}
+}
+
+// One call applies a router-settings patch (SPEC §11.1): the patch is checked alone, merged,
+// and the whole configuration that would result is checked, each error naming its field.
+func TestApplySettings(t *testing.T) {
+	v := validator(t)
+	d := goodDeployment()
+	d.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{
+		"text": {Json: &configv1.ExecutionPolicy{TotalMs: proto.Uint64(900_000)}},
+	}
+	cfg := &configv1.Config{RouterSettings: &configv1.RouterSettings{RoutingStrategy: proto.String("least-busy")}, Deployments: []*configv1.Deployment{d}}
+
+	got, err := v.ApplySettings(cfg, &configv1.RouterSettings{AllowedFails: proto.Uint32(7)})
+	if err != nil || got.GetRoutingStrategy() != "least-busy" || got.GetAllowedFails() != 7 {
+		t.Fatalf("valid patch: %v %v, want the strategy kept and allowedFails 7", got, err)
+	}
+	if cfg.GetRouterSettings().AllowedFails != nil {
+		t.Fatal("ApplySettings changed the configuration in force")
+	}
+
+	_, err = v.ApplySettings(cfg, &configv1.RouterSettings{RoutingStrategy: proto.String("round-robin")})
+	if fields := fieldErrors(t, err); fields["routingStrategy"] == "" {
+		t.Fatalf("invalid patch: %v, want routingStrategy named as in the request body", fields)
+	}
+
+	// Valid alone, but the lowered global totalMs turns d's override into a raise.
+	m := config.DefaultExecutionPolicies()
+	m["text"].Json.TotalMs = proto.Uint64(600_000)
+	_, err = v.ApplySettings(cfg, &configv1.RouterSettings{ExecutionPolicies: m})
+	if fields := fieldErrors(t, err); !strings.Contains(fields[`deployments[0].executionPolicyOverrides["text"].json.totalMs`], "only lower") {
+		t.Fatalf("patch breaking an override: %v", fields)
+	}
+
+	// An incomplete matrix is named from the body's root.
+	_, err = v.ApplySettings(cfg, &configv1.RouterSettings{ExecutionPolicies: map[string]*configv1.OperationPolicy{"text": m["text"]}})
+	if fields := fieldErrors(t, err); fields["executionPolicies"] == "" {
+		t.Fatalf("incomplete matrix: %v", fields)
 	}
 }

@@ -25,18 +25,20 @@ func NewLive(s *Snapshot) *Live {
 // Load returns the snapshot in force (nil before the first Store).
 func (l *Live) Load() *Snapshot { return l.p.Load() }
 
-// Store swaps in s.
+// Store swaps in s unconditionally (a configuration file at start, tests).
 func (l *Live) Store(s *Snapshot) { l.p.Store(s) }
 
 // Reload loads, validates and compiles the store's configuration and swaps it in. A
 // configuration that no longer validates (written by a newer or buggy replica) is refused and
-// the current snapshot stays in force.
+// the current snapshot stays in force. So is a version that is not newer than the one in
+// force: two reloads that finish out of order never roll the configuration back, and an empty
+// store (version 0) never replaces a configuration file in force.
 func (l *Live) Reload(ctx context.Context, cs store.ConfigStore, v *Validator) error {
 	cur, err := cs.LoadConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("loading configuration: %w", err)
 	}
-	if old := l.Load(); old != nil && old.Version == cur.Version && cur.Version != 0 {
+	if old := l.Load(); old != nil && cur.Version <= old.Version {
 		return nil
 	}
 	if err := v.Config(cur.Config); err != nil {
@@ -46,19 +48,24 @@ func (l *Live) Reload(ctx context.Context, cs store.ConfigStore, v *Validator) e
 	if err != nil {
 		return fmt.Errorf("compiling configuration version %d: %w", cur.Version, err)
 	}
-	l.Store(snap)
+	l.swapNewer(snap)
 	return nil
 }
 
-// Follow keeps l in step with the store until ctx is done: it reloads on every version the
-// store announces. Errors are logged and the previous snapshot stays in force.
-func (l *Live) Follow(ctx context.Context, cs store.ConfigStore, v *Validator, log *slog.Logger) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	for range cs.WatchConfig(ctx) {
-		if err := l.Reload(ctx, cs, v); err != nil && ctx.Err() == nil {
-			log.Warn("configuration reload failed; keeping the current configuration", "err", err)
+// swapNewer installs snap unless a snapshot of the same or a newer version got in first.
+func (l *Live) swapNewer(snap *Snapshot) {
+	for {
+		old := l.p.Load()
+		if old != nil && old.Version >= snap.Version {
+			return
+		}
+		if l.p.CompareAndSwap(old, snap) {
+			return
 		}
 	}
+}
+
+// Follow keeps l in step with the store until ctx is done, with the Follower defaults.
+func (l *Live) Follow(ctx context.Context, cs store.ConfigStore, v *Validator, log *slog.Logger) {
+	Follower{Logger: log}.Run(ctx, l, cs, v)
 }

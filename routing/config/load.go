@@ -34,3 +34,16 @@ func LoadFile(path string, v *Validator) (*configv1.Config, error) {
 	}
 	return cfg, nil
 }
+
+// CompileFile compiles a configuration file on its own, at version 0, with the API keys it
+// carries inline: what a replica routes on when its shared store cannot be read at start.
+// (A store keeps keys apart from deployments, so Compile takes them as a separate map.)
+func CompileFile(cfg *configv1.Config) (*Snapshot, error) {
+	secrets := make(map[string]string, len(cfg.GetDeployments()))
+	for _, d := range cfg.GetDeployments() {
+		if k := d.GetApiKey(); k != "" {
+			secrets[d.GetId()] = k
+		}
+	}
+	return Compile(0, cfg, secrets)
+}

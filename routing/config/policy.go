@@ -50,16 +50,19 @@ type Override Policy
 // Apply returns p lowered by o. Overrides only lower (validation guarantees it; Apply takes
 // the minimum anyway, so a stale override can never raise a global value).
 func (o Override) Apply(p Policy) Policy {
-	lower := func(global, override time.Duration) time.Duration {
-		if override > 0 && (global == 0 || override < global) {
-			return override
-		}
-		return global
-	}
 	p.Response = lower(p.Response, o.Response)
 	p.Idle = lower(p.Idle, o.Idle)
 	p.Total = lower(p.Total, o.Total)
 	return p
+}
+
+// lower is a global duration lowered by an override; zero means unset (an override) or no
+// limit (a global idleMs).
+func lower(global, override time.Duration) time.Duration {
+	if override > 0 && (global == 0 || override < global) {
+		return override
+	}
+	return global
 }
 
 func ms(v uint64) time.Duration { return time.Duration(v) * time.Millisecond }

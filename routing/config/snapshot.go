@@ -99,6 +99,16 @@ func (d *Deployment) Policy(s *Settings, o Operation, m Mode) Policy {
 	return d.Overrides[o][m].Apply(p)
 }
 
+// Total is the total time attempts on d may use for o/m: the global totalMs, or d's lower
+// override. It is Policy(s, o, m).Total without building the whole policy.
+func (d *Deployment) Total(s *Settings, o Operation, m Mode) time.Duration {
+	g := s.Policy(o, m).Total
+	if !o.HasMode(m) {
+		m = 1 - m
+	}
+	return lower(g, d.Overrides[o][m].Total)
+}
+
 // MaxAttempts is the most attempts on d within one request for o/m (0: no own limit).
 func (d *Deployment) MaxAttempts(o Operation, m Mode) int {
 	if !o.HasMode(m) {

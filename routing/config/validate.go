@@ -8,6 +8,7 @@ import (
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
@@ -123,8 +124,9 @@ func (v *Validator) schema(ve *ValidationError, prefix string, m proto.Message) 
 		ve.add(prefix, "%v", err)
 		return
 	}
+	root := m.ProtoReflect().Descriptor()
 	for _, viol := range pve.Violations {
-		field := jsonPath(viol)
+		field := jsonPath(root, viol)
 		if prefix != "" {
 			if field != "" {
 				field = prefix + "." + field
@@ -140,38 +142,37 @@ func (v *Validator) schema(ve *ValidationError, prefix string, m proto.Message) 
 	}
 }
 
-// jsonPath renders a violation's field path with JSON (camelCase) names.
-func jsonPath(viol *protovalidate.Violation) string {
+// jsonPath renders a violation's field path with the JSON names protobuf reflection gives
+// (FieldDescriptor.JSONName), walking the descriptors from root, the validated message.
+func jsonPath(root protoreflect.MessageDescriptor, viol *protovalidate.Violation) string {
 	var b strings.Builder
+	md := root
 	for i, el := range viol.Proto.GetField().GetElements() {
 		if i > 0 {
 			b.WriteByte('.')
 		}
-		b.WriteString(camel(el.GetFieldName()))
+		var fd protoreflect.FieldDescriptor
+		if md != nil {
+			fd = md.Fields().ByNumber(protoreflect.FieldNumber(el.GetFieldNumber()))
+		}
+		md = nil
+		if fd == nil {
+			// Not a field of the schema we walk (an extension): its own name is all we have.
+			b.WriteString(el.GetFieldName())
+		} else {
+			b.WriteString(fd.JSONName())
+			if fd.IsMap() {
+				md = fd.MapValue().Message()
+			} else {
+				md = fd.Message()
+			}
+		}
 		switch {
 		case el.HasIndex():
 			b.WriteString("[" + strconv.FormatUint(el.GetIndex(), 10) + "]")
 		case el.HasStringKey():
 			b.WriteString("[" + strconv.Quote(el.GetStringKey()) + "]")
 		}
-	}
-	return b.String()
-}
-
-// camel converts a proto field name to its JSON name (protojson's default mapping).
-func camel(s string) string {
-	var b strings.Builder
-	up := false
-	for _, r := range s {
-		if r == '_' {
-			up = true
-			continue
-		}
-		if up && r >= 'a' && r <= 'z' {
-			r -= 'a' - 'A'
-		}
-		up = false
-		b.WriteRune(r)
 	}
 	return b.String()
 }

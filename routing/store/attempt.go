@@ -18,8 +18,9 @@ type AttemptStart struct {
 type Effect uint8
 
 const (
-	// EffectNeutral only releases the attempt: request faults, the client's cancel, gateway
-	// errors and candidate incompatibility penalise nobody (SPEC §7.3).
+	// EffectNeutral only releases the attempt (and the half-open probe it owned): request
+	// faults, the client's cancel, gateway errors and candidate incompatibility penalise
+	// nobody (SPEC §7.3).
 	EffectNeutral Effect = iota
 	// EffectSuccess: health success, closes a probe or clears the failure count, updates the
 	// latency and throughput EWMAs and the minute's tokens (SPEC §3.2–3.5, §5.2).
@@ -29,6 +30,8 @@ const (
 	EffectTransient
 	// EffectThrottle: opens the failure domain's capacity circuit for
 	// max(ThrottleCooldown, RetryAfter); no health penalty, no failure count (SPEC §5.7).
+	// Like EffectNeutral and EffectQuota it is no verdict on a half-open probe, which it
+	// releases.
 	EffectThrottle
 	// EffectQuota: an exhausted quota: the domain's capacity circuit opens for
 	// ConfigurationCooldown (a configuration-like outage, SPEC §7.3).
@@ -63,9 +66,13 @@ type AttemptFinish struct {
 	// RequestID is the logical request: at most one failure per request and deployment is
 	// counted (SPEC §5.3), and it identifies the half-open probe owner.
 	RequestID string
-	Now       time.Time
-	Effect    Effect
-	Settings  CircuitSettings
+	// Started is when the attempt started. A failure of an attempt that started before the
+	// circuit's last transition changes nothing (SPEC §5.5). Zero means unknown: the failure
+	// is then taken as if the attempt had started after it.
+	Started  time.Time
+	Now      time.Time
+	Effect   Effect
+	Settings CircuitSettings
 	// Latency: from just before the upstream call until the upstream finished responding
 	// (SPEC §3.3). Used on success.
 	Latency          time.Duration
@@ -114,9 +121,47 @@ func (m Metrics) HasHealth() bool { return m.Successes+m.Failures > 0 }
 // EWMAAlpha is the smoothing factor of the latency and throughput averages (SPEC §3.3–3.4).
 const EWMAAlpha = 0.2
 
-// HealthWindow is the rolling window of the health score (SPEC §3.5). Stores keep it as ten
-// one-minute buckets, so the window slides by whole minutes.
+// HealthWindow is the rolling window of the health score (SPEC §3.5). Stores keep it as
+// HealthBuckets one-minute buckets, so the window slides by whole minutes.
 const HealthWindow = 10 * time.Minute
+
+// HealthBuckets is the number of one-minute health buckets: bucket minute m lives in slot
+// HealthSlot(m), and a read at minute counts the buckets InHealthWindow. redisstore's Lua
+// (lua/finish.lua record_health, which gets the count from Go) mirrors this layout; the
+// conformance suite holds it to it.
+const HealthBuckets = int(HealthWindow / time.Minute)
+
+// HealthSlot is the slot of the bucket of minute m (Unix minutes): a newer minute reuses the
+// slot of the one HealthBuckets minutes older.
+func HealthSlot(m int64) int { return int(m % int64(HealthBuckets)) }
+
+// InHealthWindow reports whether the bucket of minute bucket counts in a read at minute.
+func InHealthWindow(bucket, minute int64) bool {
+	return bucket > minute-int64(HealthBuckets) && bucket <= minute
+}
+
+// HealthBucket is one minute of the health window.
+type HealthBucket struct {
+	Minute              int64
+	Successes, Failures int64
+}
+
+// Record adds an outcome of minute m to b, the bucket in m's slot. A newer minute resets the
+// bucket; a minute older than the one it holds lies outside every window that still reads the
+// bucket (a replica whose clock lags) and is dropped.
+func (b *HealthBucket) Record(m int64, success bool) {
+	switch {
+	case m < b.Minute:
+		return
+	case m > b.Minute:
+		*b = HealthBucket{Minute: m}
+	}
+	if success {
+		b.Successes++
+	} else {
+		b.Failures++
+	}
+}
 
 // MinuteOf is the per-minute bucket index of t (Unix minutes), shared by every store so
 // replicas agree on bucket boundaries.

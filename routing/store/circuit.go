@@ -43,15 +43,20 @@ func (c OpenCause) String() string {
 // circuit whose OpenUntil has passed is half-open (SPEC §5.4), so no timer or background job
 // is needed to move it there.
 type Circuit struct {
-	Open        bool
+	Open bool
+	// Cause is what opened the circuit. A failed probe keeps it, so a quarantine stays a
+	// quarantine (and keeps its cooldown base) until a probe succeeds.
 	Cause       OpenCause
 	Failures    uint32    // transient failures counted in the current window
 	WindowStart time.Time // start of the fixed failure window (zero: no window yet)
-	OpenedAt    time.Time
+	OpenedAt    time.Time // the last opening: open, reopen or quarantine
 	OpenUntil   time.Time
 	Reopens     uint32 // failed probes since the circuit first opened (exponential cooldown)
 	ProbeOwner  string // request owning the half-open probe
 	ProbeUntil  time.Time
+	// ClosedAt is when a probe last closed the circuit (zero: never). With OpenedAt and
+	// OpenUntil it dates the last transition (see LastTransition).
+	ClosedAt time.Time
 }
 
 // CircuitState is the state reported to users (SPEC §5.8) plus the probe detail the core
@@ -81,6 +86,27 @@ func (c Circuit) State(now time.Time) CircuitState {
 	default:
 		return StateHalfOpen
 	}
+}
+
+// LastTransition is when the circuit last changed state as of now: the close, the opening
+// (open, reopen, quarantine) or the end of the cooldown (half-open, which is derived and never
+// written). An outcome of an attempt that started before it says nothing about the state the
+// circuit is in now (SPEC §5.5).
+func (c Circuit) LastTransition(now time.Time) time.Time {
+	switch {
+	case !c.Open:
+		return c.ClosedAt
+	case now.Before(c.OpenUntil):
+		return c.OpenedAt
+	default:
+		return c.OpenUntil
+	}
+}
+
+// StartedBefore reports whether an attempt that started at started began before the circuit's
+// last transition as of now. A zero start is unknown and never counts as before.
+func (c Circuit) StartedBefore(started, now time.Time) bool {
+	return !started.IsZero() && started.Before(c.LastTransition(now))
 }
 
 // RetryAfter is how long until the circuit may admit a request again: the rest of the cooldown,
@@ -125,21 +151,30 @@ type Transition struct {
 	Quarantined bool
 	// CapacityOpened: the failure domain's capacity circuit was opened or extended.
 	CapacityOpened bool
+	// ProbeReleased: the attempt owned the half-open probe and ended without a verdict, so
+	// the probe is free again.
+	ProbeReleased bool
 	// Circuit is the record after the transition.
 	Circuit Circuit
 	// Capacity is the domain's capacity circuit after the transition (set when touched).
 	Capacity Capacity
 }
 
-// ApplyFailure applies a transient failure of requestID to c (SPEC §5.1, §5.3–5.5).
-// firstForRequest says whether this is the first failure of requestID on this deployment
-// (the dedupe, SPEC §5.3, is kept by the store). jitter in [0,1) scales the exponential
-// cooldown of a failed probe by up to 25%.
+// ApplyFailure applies a transient failure of requestID, whose attempt started at started, to
+// c (SPEC §5.1, §5.3–5.5). firstForRequest says whether this is the first failure of
+// requestID on this deployment (the dedupe, SPEC §5.3, is kept by the store). jitter in
+// [0,1) scales the exponential cooldown of a failed probe by up to 25%.
 //
 // This function is the reference semantics: memstore runs it under a lock, and redisstore's
 // Lua script implements the same steps; the conformance suite holds both to it.
-func ApplyFailure(c Circuit, requestID string, firstForRequest bool, now time.Time, s CircuitSettings, jitter float64) (Circuit, Transition) {
+func ApplyFailure(c Circuit, requestID string, firstForRequest bool, started, now time.Time, s CircuitSettings, jitter float64) (Circuit, Transition) {
 	var t Transition
+	if c.StartedBefore(started, now) {
+		// A late failure (SPEC §5.5): the attempt began before the circuit last changed
+		// state, e.g. before a probe closed it, so it says nothing about the state now.
+		t.Circuit = c
+		return c, t
+	}
 	switch c.State(now) {
 	case StateCooldown, StateProbing:
 		// Open: late failures of requests that were already in flight cannot extend it
@@ -178,6 +213,7 @@ func ApplyFailure(c Circuit, requestID string, firstForRequest bool, now time.Ti
 		c.Reopens = 0
 		c.ProbeOwner = ""
 		c.ProbeUntil = time.Time{}
+		c.ClosedAt = time.Time{}
 		t.Opened = true
 	}
 	t.Circuit = c
@@ -185,14 +221,15 @@ func ApplyFailure(c Circuit, requestID string, firstForRequest bool, now time.Ti
 }
 
 // reopen handles a failed probe: the circuit opens again with an exponential cooldown plus
-// up to 25% jitter, capped at MaxCooldown (SPEC §5.4).
+// up to 25% jitter, capped at MaxCooldown (SPEC §5.4). The cause stays what first opened the
+// circuit, so a quarantine keeps its base (configurationCooldownSeconds) on every reopen and
+// stays a quarantine for the stop code (SPEC §7.5) until a probe succeeds.
 func reopen(c Circuit, now time.Time, s CircuitSettings, jitter float64) (Circuit, Transition) {
 	c.Reopens++
 	c.OpenedAt = now
 	c.OpenUntil = now.Add(ReopenCooldown(s, c.Cause, c.Reopens, jitter))
 	c.ProbeOwner = ""
 	c.ProbeUntil = time.Time{}
-	c.Cause = CauseTransient
 	return c, Transition{Reopened: true, Circuit: c}
 }
 
@@ -207,21 +244,20 @@ func ReopenCooldown(s CircuitSettings, cause OpenCause, n uint32, jitter float64
 	if base <= 0 {
 		base = time.Second
 	}
-	d := float64(base) * math.Pow(2, float64(min(n, 30))) * (1 + clampJitter(jitter)/4)
+	d := float64(base) * math.Pow(2, float64(min(n, 30))) * (1 + ClampJitter(jitter)/4)
 	if s.MaxCooldown > 0 && d > float64(s.MaxCooldown) {
 		return s.MaxCooldown
 	}
 	return time.Duration(d)
 }
 
-func clampJitter(j float64) float64 {
+// ClampJitter keeps a caller's jitter in [0,1]; NaN and negatives read as 0. Every store
+// passes jitter through it (redisstore before it reaches Lua).
+func ClampJitter(j float64) float64 {
 	if j < 0 || math.IsNaN(j) {
 		return 0
 	}
-	if j >= 1 {
-		return 1
-	}
-	return j
+	return min(j, 1)
 }
 
 // ApplySuccess applies a successful attempt of requestID (SPEC §5.2, §5.4).
@@ -236,7 +272,7 @@ func ApplySuccess(c Circuit, requestID string, now time.Time) (Circuit, Transiti
 		c.WindowStart = time.Time{}
 	case StateHalfOpen, StateProbing:
 		if c.ProbeOwner == requestID {
-			c = Circuit{}
+			c = Circuit{ClosedAt: now}
 			t.Closed = true
 		}
 		// Successes of other requests (started before the circuit opened) prove nothing
@@ -247,10 +283,12 @@ func ApplySuccess(c Circuit, requestID string, now time.Time) (Circuit, Transiti
 }
 
 // ApplyConfigurationFailure quarantines the deployment at once for ConfigurationCooldown
-// (SPEC §5.6). It never shortens a longer open period already in place.
-func ApplyConfigurationFailure(c Circuit, now time.Time, s CircuitSettings) (Circuit, Transition) {
+// (SPEC §5.6), unless the attempt started before the circuit's last transition (SPEC §5.5:
+// a late 401 must not re-quarantine a deployment a probe has just proven). It never shortens
+// a longer open period already in place.
+func ApplyConfigurationFailure(c Circuit, started, now time.Time, s CircuitSettings) (Circuit, Transition) {
 	until := now.Add(s.ConfigurationCooldown)
-	if s.ConfigurationCooldown <= 0 {
+	if s.ConfigurationCooldown <= 0 || c.StartedBefore(started, now) {
 		return c, Transition{Circuit: c}
 	}
 	if c.State(now) == StateCooldown && c.OpenUntil.After(until) {
@@ -264,7 +302,35 @@ func ApplyConfigurationFailure(c Circuit, now time.Time, s CircuitSettings) (Cir
 	c.WindowStart = time.Time{}
 	c.ProbeOwner = ""
 	c.ProbeUntil = time.Time{}
+	c.ClosedAt = time.Time{}
 	return c, Transition{Quarantined: true, Circuit: c}
+}
+
+// ReleaseProbe frees the half-open probe of requestID when its attempt ended without a
+// verdict on recovery (a request fault, the client's cancel, a gateway error, a throttle):
+// the next request may probe at once instead of waiting out halfOpenProbeSeconds (SPEC §5.4).
+// It reports whether the probe was released.
+func ReleaseProbe(c Circuit, requestID string, now time.Time) (Circuit, bool) {
+	if c.State(now) != StateProbing || c.ProbeOwner != requestID {
+		return c, false
+	}
+	c.ProbeOwner = ""
+	c.ProbeUntil = time.Time{}
+	return c, true
+}
+
+// CapacityCooldown is how long a throttle or an exhausted quota closes the failure domain
+// (SPEC §5.7, §7.3): max(throttleCooldownSeconds, Retry-After) for a throttle,
+// configurationCooldownSeconds for a quota. Zero for any other effect.
+func CapacityCooldown(e Effect, s CircuitSettings, retryAfter time.Duration) time.Duration {
+	switch e {
+	case EffectThrottle:
+		return max(s.ThrottleCooldown, retryAfter)
+	case EffectQuota:
+		return s.ConfigurationCooldown
+	default:
+		return 0
+	}
 }
 
 // ApplyCapacity opens or extends a failure domain's capacity circuit until now+d (SPEC §5.7);

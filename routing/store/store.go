@@ -65,12 +65,17 @@ type DeploymentRef struct {
 
 // DomainOf returns the failure domain of a deployment: its declared failureDomain, or its own
 // identity when it has none (SPEC §4.3: "Deployments without it are their own domain").
+// Implicit domains live under ImplicitDomainPrefix, whose '/' the failureDomain schema rule
+// forbids (proto/switchyard/config/v1/config.proto), so no configured value can join them.
 func DomainOf(deploymentID, failureDomain string) string {
 	if failureDomain != "" {
 		return failureDomain
 	}
-	return "deployment:" + deploymentID
+	return ImplicitDomainPrefix + deploymentID
 }
+
+// ImplicitDomainPrefix starts the failure domain of a deployment without a failureDomain.
+const ImplicitDomainPrefix = "deployment/"
 
 // DeploymentState is one candidate's live state.
 type DeploymentState struct {

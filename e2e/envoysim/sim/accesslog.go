@@ -17,7 +17,7 @@ type AccessLogEntry struct {
 	// ResponseFlags are Envoy's short flags: UH no healthy upstream, UF upstream
 	// connection failure, UC upstream connection termination, UR upstream remote reset,
 	// UT upstream request timeout, URX retry limit exceeded, UO overflow, NR no route,
-	// NC no cluster, LR local reset.
+	// NC no cluster, LR local reset, SI stream idle timeout.
 	ResponseFlags       []string
 	ResponseCodeDetails string
 	UpstreamCluster     string

@@ -28,6 +28,13 @@ type activeStream struct {
 	redirectCh        chan *redirect
 	internallyCreated bool
 
+	// HCM timer inputs (stream_timers.go): decode activity from the codec, a route
+	// (re)resolution, the whole request having passed the decoder filters.
+	activity     chan struct{}
+	routeChanged chan struct{}
+	decodeDone   chan struct{}
+	remoteDone   remoteDoneFlag
+
 	mu         sync.Mutex
 	routeValid bool
 	cached     *resolvedRoute
@@ -57,6 +64,10 @@ func (h *hcmConfig) newStream(parent context.Context, headers *stream.Headers, r
 		chain:      stream.NewChain(len(h.filters)),
 		routes:     h.routes.Load(),
 		redirectCh: make(chan *redirect, 1),
+
+		activity:     make(chan struct{}, 1),
+		routeChanged: make(chan struct{}, 1),
+		decodeDone:   make(chan struct{}, 1),
 	}
 	// The route is resolved when the stream starts decoding (refreshCachedRoute in
 	// ActiveStream::decodeHeaders) and cached until a filter clears it.
@@ -72,6 +83,7 @@ func (st *activeStream) route() *resolvedRoute {
 	if !st.routeValid {
 		st.cached = st.routes.resolve(st.headers)
 		st.routeValid = true
+		notify(st.routeChanged) // setRoute → refreshIdleTimeout
 	}
 	return st.cached
 }
@@ -154,7 +166,9 @@ func (st *activeStream) run(out *downstreamWriter) passResult {
 	}
 	r := newRouter(st)
 	st.go_(func() { r.run(st.ctx) })
+	tm := st.startTimers()
 	defer func() {
+		tm.stop()
 		st.cancel()
 		st.wg.Wait()
 	}()
@@ -164,8 +178,27 @@ func (st *activeStream) run(out *downstreamWriter) passResult {
 			return passResult{clientGone: true}
 		case rd := <-st.redirectCh:
 			return passResult{redirect: rd}
+		case <-st.activity:
+			tm.resetIdle()
+		case <-st.routeChanged:
+			tm.idleTimeout = st.idleTimeout()
+			tm.resetIdle()
+		case <-st.decodeDone:
+			tm.request.stop() // disarmRequestTimeout
+		case <-tm.idle.c():
+			return st.timeoutReply(out, "stream timeout", "SI", "stream_idle_timeout")
+		case <-tm.request.c():
+			return st.timeoutReply(out, "request timeout", "", "request_overall_timeout")
+		case <-tm.duration.c():
+			return st.timeoutReply(out, "downstream duration timeout", "", "max_duration_timeout")
 		case <-st.chain.Out.Ready():
 			for _, fr := range st.chain.Out.Drain() {
+				// Every encode event resets the idle timer; the response starting
+				// disarms the request timer.
+				tm.resetIdle()
+				if fr.Kind == stream.KindHeaders || fr.Kind == stream.KindLocalReply {
+					tm.request.stop()
+				}
 				done, reset := out.write(st, fr)
 				if reset {
 					return passResult{reset: true}
@@ -229,7 +262,7 @@ func (d *downstreamWriter) write(st *activeStream, fr stream.Frame) (done, reset
 			d.downstreamRst = true
 			return true, true
 		}
-		d.writeLocalReply(fr.Reply)
+		d.writeLocalReply(fr.Reply, isGrpcRequest(st.headers))
 		return true, false
 	}
 	return false, false
@@ -238,6 +271,13 @@ func (d *downstreamWriter) write(st *activeStream, fr stream.Frame) (done, reset
 // writeHeaders is the downstream codec's encodeHeaders: connection-specific headers
 // dropped, server header set (server_header_transformation OVERWRITE).
 func (d *downstreamWriter) writeHeaders(h *stream.Headers) {
+	d.writeHeadersOnly(h)
+	_ = d.rc.Flush()
+}
+
+// writeHeadersOnly writes the headers without flushing them: if nothing follows,
+// Go's server sends them with end_stream when the handler returns.
+func (d *downstreamWriter) writeHeadersOnly(h *stream.Headers) {
 	status, err := strconv.Atoi(h.Value(":status"))
 	if err != nil || status < 100 {
 		status = 502
@@ -258,18 +298,23 @@ func (d *downstreamWriter) writeHeaders(h *stream.Headers) {
 	// server_header_transformation OVERWRITE (default): server is always server_name.
 	hdr["server"] = []string{d.serverName}
 	d.w.WriteHeader(status)
-	_ = d.rc.Flush()
 	d.headersSent = true
 	d.status = status
 }
 
 // writeLocalReply imitates Utility::sendLocalReply: the reply headers are built,
 // modified by the caller (ImmediateResponse mutations), then content-length and
-// content-type: text/plain (unless set) are added for a non-empty body.
-func (d *downstreamWriter) writeLocalReply(r *stream.LocalReply) {
+// content-type: text/plain (unless set) are added for a non-empty body. A gRPC
+// request gets a trailers-only gRPC reply instead (Utility::prepareLocalReply /
+// encodeLocalReply in source/common/http/utility.cc).
+func (d *downstreamWriter) writeLocalReply(r *stream.LocalReply, grpcRequest bool) {
 	h := stream.NewHeaders(":status", strconv.Itoa(r.Status))
 	if r.Mutate != nil {
 		r.Mutate(h)
+	}
+	if grpcRequest {
+		d.writeGrpcLocalReply(r, h)
+		return
 	}
 	if r.Body != "" {
 		h.Set("content-length", strconv.Itoa(len(r.Body)))
@@ -305,6 +350,7 @@ func (c *filterCallbacks) BufferLimit() int                  { return c.st.buffe
 func (c *filterCallbacks) IsUpstream() bool                  { return c.u != nil }
 func (c *filterCallbacks) Context() context.Context          { return c.ctx }
 func (c *filterCallbacks) Go(fn func())                      { c.st.go_(fn) }
+func (c *filterCallbacks) Inc(counter string)                { c.st.hcm.s.stats.inc(counter) }
 
 // attrSource answers ext_proc attribute lookups (the CEL activation's StreamInfo).
 type attrSource struct {

@@ -275,3 +275,64 @@ func TestModeOverrideNotAllowed(t *testing.T) {
 	mustOK(t, await(t, res), 200)
 	a.next(t)
 }
+
+// CONTINUE_AND_REPLACE with a body on a bodyless request (a GET made a POST): the
+// replacement becomes the filter manager's buffered body, so the headers continue
+// without end_stream and the upstream receives the body (processor_state.cc
+// handleHeadersResponse: addBufferedData when there is no buffered data). Both a
+// downstream and an upstream (per-attempt) ext_proc.
+func TestContinueAndReplaceAddsBodyToBodylessRequest(t *testing.T) {
+	for _, upstreamFilter := range []bool{false, true} {
+		name := "downstream"
+		if upstreamFilter {
+			name = "upstream"
+		}
+		t.Run(name, func(t *testing.T) {
+			ps := newProcServer(t)
+			a := newUpstream(t, nil)
+			f := extProcYAML("r", "request_header_mode: SEND, response_header_mode: SKIP")
+			c := cfg{procAddr: ps.addr}
+			if upstreamFilter {
+				c.clusters = []string{clusterYAML("a", upstreamFiltersYAML(f), []string{endpointYAML(a.addr(), "")})}
+			} else {
+				c.filters = []string{f}
+				c.clusters = []string{clusterYAML("a", "", []string{endpointYAML(a.addr(), "")})}
+			}
+			e := start(t, c)
+			res := e.do("GET", "/", "", "X-Cluster", "a")
+			st := ps.next(t, "r")
+			if m := st.Recv(t); !m.GetRequestHeaders().GetEndOfStream() {
+				t.Fatalf("request headers should end the stream: %v", m)
+			}
+			cr := common(setHeaders(":method", "POST", "content-type", "application/json"))
+			cr.Status = extprocv3.CommonResponse_CONTINUE_AND_REPLACE
+			cr.BodyMutation = replaceBody(`{"q":1}`)
+			st.Send(t, reqHeadersResp(cr))
+			mustOK(t, await(t, res), 200)
+			got := a.next(t)
+			if got.Method != "POST" || got.Body != `{"q":1}` || got.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("upstream got %s %q %v", got.Method, got.Body, got.Header)
+			}
+		})
+	}
+}
+
+// An empty name in remove_headers passes HeaderUtility::headerNameIsValid (nothing
+// invalid in an empty string) and removes nothing (mutation_utils.cc
+// applyHeaderMutations): the request goes on, other removals apply.
+func TestEmptyRemoveHeaderIgnored(t *testing.T) {
+	ps := newProcServer(t)
+	a, ca := oneCluster(t)
+	e := start(t, cfg{procAddr: ps.addr, filters: []string{extProcYAML("r", "request_header_mode: SEND, response_header_mode: SKIP")}, clusters: []string{ca}})
+	res := e.do("GET", "/", "", "X-Cluster", "a", "X-Drop", "1", "X-Keep", "1")
+	st := ps.next(t, "r")
+	st.Recv(t)
+	m := setHeaders("x-set", "1")
+	m.RemoveHeaders = []string{"", "x-drop"}
+	st.Send(t, reqHeadersResp(common(m)))
+	mustOK(t, await(t, res), 200)
+	got := a.next(t)
+	if got.Header.Get("X-Drop") != "" || got.Header.Get("X-Keep") != "1" || got.Header.Get("X-Set") != "1" {
+		t.Fatalf("upstream headers %v", got.Header)
+	}
+}

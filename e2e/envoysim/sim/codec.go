@@ -92,6 +92,17 @@ func (o *oneConn) dial(context.Context, string, string) (net.Conn, error) {
 	return c, nil
 }
 
+// speaksH2 reports whether the attempt will speak HTTP/2: ALPN over TLS, else the
+// cluster's explicit protocol.
+func (o *oneConn) speaksH2(h *host) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if tc, ok := o.conn.(*tls.Conn); ok {
+		return tc.ConnectionState().NegotiatedProtocol == "h2"
+	}
+	return h.cluster.protocol == protoHTTP2
+}
+
 func (o *oneConn) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -105,6 +116,14 @@ func (o *oneConn) close() {
 // upstream filters (acceptHeadersFromRouter calls conn_pool_->newStream before the
 // filters run), and sends the request once both the headers and the connection are
 // there (UpstreamCodecFilter waits for onPoolReady).
+//
+// A failed connect becomes the attempt's reset only after a flush marker, pushed by
+// the router behind everything it already passed to the attempt, went through the
+// upstream filters: in Envoy the filters run on the headers (and on whatever body
+// the router already passed) synchronously in acceptHeadersFromRouter /
+// acceptDataFromRouter, and onPoolFailure → onResetStream comes in a later event, so
+// an upstream ext_proc has opened its stream and sent request_headers before the
+// attempt is reset and its stream cancelled.
 func (cd *codec) run() {
 	u := cd.u
 	dialed := make(chan dialResult, 1)
@@ -112,6 +131,7 @@ func (cd *codec) run() {
 	var oc *oneConn
 	var reqHeaders *stream.Headers
 	var reqEnd, sent bool
+	var failed *dialResult
 	body := stream.NewQueue[stream.Frame]()
 	defer func() {
 		if oc != nil {
@@ -124,26 +144,31 @@ func (cd *codec) run() {
 			return
 		case res := <-dialed:
 			if res.err != nil {
-				if u.ctx.Err() == nil {
-					// UpstreamRequest::onPoolFailure mimics an upstream reset.
-					u.event(attemptEvent{kind: evReset, reason: res.reason, detail: res.detail})
-				}
-				return
+				failed = &res
+				u.event(attemptEvent{kind: evPoolFailed})
+				continue
 			}
 			oc = &oneConn{conn: res.conn}
 			u.event(attemptEvent{kind: evPoolReady})
 		case <-cd.in.Ready():
 			for _, fr := range cd.in.Drain() {
-				if fr.Kind == stream.KindHeaders {
+				switch fr.Kind {
+				case stream.KindFlush:
+					if failed != nil && u.ctx.Err() == nil {
+						// UpstreamRequest::onPoolFailure mimics an upstream reset.
+						u.event(attemptEvent{kind: evReset, reason: failed.reason, detail: failed.detail})
+						return
+					}
+				case stream.KindHeaders:
 					reqHeaders, reqEnd = fr.Headers, fr.End
-				} else {
+				default:
 					body.Push(fr)
 				}
 			}
 		}
 		if !sent && oc != nil && reqHeaders != nil {
 			sent = true
-			req := cd.buildRequest(reqHeaders, reqEnd, body)
+			req := cd.buildRequest(reqHeaders, reqEnd, body, oc.speaksH2(u.host))
 			tr := cd.transport(oc)
 			u.st.go_(func() { cd.roundTrip(tr, req) })
 		}
@@ -151,7 +176,10 @@ func (cd *codec) run() {
 }
 
 // buildRequest turns the request header map into an HTTP request for the host.
-func (cd *codec) buildRequest(h *stream.Headers, end bool, body *stream.Queue[stream.Frame]) *http.Request {
+// Request trailers go only to HTTP/2 upstreams: Envoy's HTTP/1 codec drops them
+// unless http_protocol_options.enable_trailers, which envoysim does not accept
+// (source/common/http/http1/codec_impl.cc StreamEncoderImpl::encodeTrailersBase).
+func (cd *codec) buildRequest(h *stream.Headers, end bool, body *stream.Queue[stream.Frame], h2 bool) *http.Request {
 	u := cd.u
 	scheme := "http"
 	if u.host.tls != nil {
@@ -185,21 +213,33 @@ func (cd *codec) buildRequest(h *stream.Headers, end bool, body *stream.Queue[st
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = nil // Envoy adds no user-agent; neither does Go then
 	}
+	wrote := make(chan struct{})
+	var wroteOnce sync.Once
 	if end {
 		req.Body = http.NoBody
 		req.ContentLength = 0
 	} else {
 		pr, pw := io.Pipe()
 		req.Body = pr
-		u.st.go_(func() { cd.pumpRequestBody(body, pw) })
+		if h2 {
+			// Go's HTTP/2 client sends whatever req.Trailer holds once the body ends,
+			// and announces the keys present now in its own `trailer` header.
+			req.Trailer = declaredTrailers(h)
+			delete(req.Header, "trailer")
+		}
+		u.st.go_(func() { cd.pumpRequestBody(body, pw, req.Trailer, wrote) })
 	}
-	trace := &httptrace.ClientTrace{WroteHeaders: func() { u.started.Store(true) }}
+	trace := &httptrace.ClientTrace{WroteHeaders: func() {
+		u.started.Store(true)
+		wroteOnce.Do(func() { close(wrote) })
+	}}
 	return req.WithContext(httptrace.WithClientTrace(u.ctx, trace))
 }
 
-// pumpRequestBody streams the request body to the upstream. Request trailers cannot
-// be declared in advance to Go's client and are dropped.
-func (cd *codec) pumpRequestBody(body *stream.Queue[stream.Frame], pw *io.PipeWriter) {
+// pumpRequestBody streams the request body to the upstream, and the request trailers
+// into trailer (nil: not sent). The trailer map is filled only after the request
+// headers were written, when Go's client no longer reads it until the body ends.
+func (cd *codec) pumpRequestBody(body *stream.Queue[stream.Frame], pw *io.PipeWriter, trailer http.Header, wrote <-chan struct{}) {
 	defer pw.Close()
 	for {
 		select {
@@ -208,6 +248,17 @@ func (cd *codec) pumpRequestBody(body *stream.Queue[stream.Frame], pw *io.PipeWr
 			return
 		case <-body.Ready():
 			for _, fr := range body.Drain() {
+				if fr.Kind == stream.KindTrailers && trailer != nil {
+					select {
+					case <-wrote:
+					case <-cd.u.ctx.Done():
+						pw.CloseWithError(context.Canceled)
+						return
+					}
+					for _, e := range fr.Headers.All() {
+						trailer[http.CanonicalHeaderKey(e.Key)] = append(trailer[http.CanonicalHeaderKey(e.Key)], e.Value)
+					}
+				}
 				if len(fr.Data) > 0 {
 					if _, err := pw.Write(fr.Data); err != nil {
 						return

@@ -360,6 +360,7 @@ type cfg struct {
 	clusters    []string
 	bufferLimit int
 	extraTop    string
+	hcm         []string // extra HttpConnectionManager fields, one YAML line each
 }
 
 func (c cfg) yaml() string {
@@ -387,8 +388,11 @@ func (c cfg) yaml() string {
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ingress
           route_config: {name: rc, virtual_hosts: [{name: vh, domains: ["*"], include_request_attempt_count: true%s, routes: [{name: r0, match: {prefix: "/"}%s, route: {%s}}]}]}
-          http_filters:
 `, vhost, routeFields, route)
+	for _, f := range c.hcm {
+		fmt.Fprintf(&b, "          %s\n", f)
+	}
+	b.WriteString("          http_filters:\n")
 	for _, f := range c.filters {
 		fmt.Fprintf(&b, "          - %s\n", f)
 	}

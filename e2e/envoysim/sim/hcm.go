@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -28,6 +29,8 @@ type hcmConfig struct {
 	generateRequestID bool
 	serverName        string
 	bufferLimit       int
+	edge              edgeConfig
+	limits            hcmLimits
 }
 
 // buildHCM compiles the HCM (HttpConnectionManagerConfig): defaults
@@ -39,8 +42,12 @@ func (s *Sim) buildHCM(pb *hcmv3.HttpConnectionManager, listener string, bufferL
 	default:
 		return nil, fmt.Errorf("codec_type %s is not supported by envoysim", pb.GetCodecType())
 	}
-	if pb.GetUseRemoteAddress().GetValue() {
-		return nil, errors.New("use_remote_address: true is not supported by envoysim (edge header sanitisation is not implemented)")
+	var err error
+	if h.edge, err = compileEdge(pb); err != nil {
+		return nil, err
+	}
+	if h.limits, err = compileLimits(pb); err != nil {
+		return nil, err
 	}
 	if v := pb.GetGenerateRequestId(); v != nil {
 		h.generateRequestID = v.GetValue()
@@ -67,7 +74,6 @@ func (s *Sim) buildHCM(pb *hcmv3.HttpConnectionManager, listener string, bufferL
 	default:
 		return nil, fmt.Errorf("route specifier %T is not supported by envoysim", rs)
 	}
-	var err error
 	if h.filters, err = s.compileHTTPFilters(pb.GetHttpFilters(), false); err != nil {
 		return nil, err
 	}
@@ -92,8 +98,7 @@ var hopByHop = map[string]bool{
 
 // requestHeaders builds Envoy's request header map from a Go request: pseudo-headers
 // first, lower-cased names (Go loses the client's order, so names are sorted), then
-// the HCM's own additions (ConnectionManagerUtility::mutateRequestHeaders):
-// x-request-id when absent (generate_request_id) and x-forwarded-proto.
+// the HCM's own changes (ConnectionManagerUtility::mutateRequestHeaders, sanitize.go).
 func (h *hcmConfig) requestHeaders(r *http.Request) *stream.Headers {
 	hd := stream.NewHeaders(
 		":authority", r.Host,
@@ -101,12 +106,6 @@ func (h *hcmConfig) requestHeaders(r *http.Request) *stream.Headers {
 		":method", r.Method,
 		":scheme", "http",
 	)
-	if r.ProtoMajor == 1 {
-		// For HTTP/1 :scheme comes from x-forwarded-proto when valid.
-		if xfp := strings.ToLower(r.Header.Get("X-Forwarded-Proto")); xfp == "http" || xfp == "https" {
-			hd.Set(":scheme", xfp)
-		}
-	}
 	keys := make([]string, 0, len(r.Header))
 	for k := range r.Header {
 		keys = append(keys, k)
@@ -135,11 +134,16 @@ func (h *hcmConfig) requestHeaders(r *http.Request) *stream.Headers {
 			hd.Add(lk, v)
 		}
 	}
-	if !hd.Has("x-forwarded-proto") {
-		hd.Set("x-forwarded-proto", "http")
-	}
-	if h.generateRequestID && !hd.Has("x-request-id") {
-		hd.Set("x-request-id", uuid4())
+	// The codec's limits travel with the map (ext_proc checks mutations against them).
+	hd.SetLimits(h.limits.maxHeadersCount, h.limits.maxRequestHeadersKB*1024)
+	remote, _ := netip.ParseAddrPort(r.RemoteAddr)
+	h.mutateRequestHeaders(hd, remote.Addr())
+	if r.ProtoMajor == 1 {
+		// The HTTP/1 codec sets no :scheme: it comes from the sanitised
+		// x-forwarded-proto when valid (mutateRequestHeaders, getScheme).
+		if xfp := hd.Value("x-forwarded-proto"); xfp == "http" || xfp == "https" {
+			hd.Set(":scheme", xfp)
+		}
 	}
 	return hd
 }
@@ -155,6 +159,10 @@ func uuid4() string {
 // ServeHTTP is one downstream request: Envoy's ActiveStream plus its internal
 // redirect re-entries (ConnectionManagerImpl::ActiveStream::recreateStream).
 func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if code, details := h.limits.codecCheck(r); code != 0 {
+		h.rejectByCodec(w, r, code, details)
+		return
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.EnableFullDuplex()
 	ctx, cancel := context.WithCancel(r.Context())
@@ -163,13 +171,16 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 
 	headers := h.requestHeaders(r)
+	restoreTrailerHeader(headers, r)
 	noBody := r.Body == nil || r.Body == http.NoBody
 	req := &requestState{}
 	out := &downstreamWriter{w: w, rc: rc, serverName: h.serverName}
 	st := h.newStream(ctx, headers, req)
 	st.chain.In.Push(stream.HeadersFrame(headers, noBody))
-	if !noBody {
-		go pumpBody(r.Body, r.ContentLength, st.chain.In)
+	if noBody {
+		st.remoteDone.Store(true)
+	} else {
+		go pumpBody(r, &activityBody{ReadCloser: r.Body, st: st, length: r.ContentLength}, st.chain.In)
 	}
 	for {
 		res := st.run(out)
@@ -180,6 +191,7 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// shipped to the previous upstream, with the buffered body replayed.
 			st = h.newStream(ctx, res.redirect.headers, req)
 			st.internallyCreated = true
+			st.remoteDone.Store(true)
 			hasBody := len(res.redirect.body) > 0
 			st.chain.In.Push(stream.HeadersFrame(res.redirect.headers, !hasBody))
 			if hasBody {
@@ -196,10 +208,16 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // pumpBody feeds the request body into the first pass. When the length is known the
-// last chunk carries end_stream, as Envoy's codecs deliver it.
-func pumpBody(body io.ReadCloser, length int64, q *stream.Queue[stream.Frame]) {
+// last chunk carries end_stream, as Envoy's codecs deliver it; request trailers end
+// the stream instead (decodeTrailers). Go's server keeps only the trailers the client
+// declared in a `trailer` header (as Go's client does), so a request that declares
+// trailers is read to EOF whatever its length.
+func pumpBody(r *http.Request, body io.Reader, q *stream.Queue[stream.Frame]) {
 	buf := make([]byte, 32*1024)
-	remaining := length
+	remaining := r.ContentLength
+	if r.Trailer != nil {
+		remaining = -1
+	}
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
@@ -214,6 +232,10 @@ func pumpBody(body io.ReadCloser, length int64, q *stream.Queue[stream.Frame]) {
 			q.Push(stream.DataFrame(chunk, false))
 		}
 		if errors.Is(err, io.EOF) {
+			if t := requestTrailers(r.Trailer); t != nil {
+				q.Push(stream.TrailersFrame(t))
+				return
+			}
 			q.Push(stream.DataFrame(nil, true))
 			return
 		}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -82,11 +81,19 @@ func (l *listener) start(s *Sim) error {
 		p.SetHTTP1(true)
 		p.SetUnencryptedHTTP2(true)
 	}
+	lim := &l.hcm.limits
 	l.srv = &http.Server{
-		Handler:           l.hcm,
-		Protocols:         p,
-		ReadHeaderTimeout: 60 * time.Second,
-		ErrorLog:          nil,
+		Handler:   l.hcm,
+		Protocols: p,
+		// common_http_protocol_options.idle_timeout: a connection without active
+		// requests is closed (HTTP/2: GOAWAY first); 0 disables it. Before the first
+		// request the same bound applies to a connection that sends nothing.
+		IdleTimeout:       lim.connIdleTimeout,
+		ReadHeaderTimeout: lim.connIdleTimeout,
+		// Go's own limit stays above max_request_headers_kb so that the codec check
+		// (hcmLimits.codecCheck) answers like Envoy; the slack covers the request line.
+		MaxHeaderBytes: lim.maxRequestHeadersKB*1024 + 64*1024,
+		ErrorLog:       nil,
 	}
 	s.wg.Add(1)
 	go func() {

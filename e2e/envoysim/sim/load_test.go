@@ -32,7 +32,7 @@ func TestLoadRejects(t *testing.T) {
 		atNew                bool
 	}{
 		{"unknown field", "stat_prefix: ingress", "stat_prefix: ingress\n          bogus_field: 1", `unknown field "bogus_field"`, false},
-		{"unsupported field", "stat_prefix: ingress", "stat_prefix: ingress\n          stream_idle_timeout: 5s", "HttpConnectionManager.stream_idle_timeout is not supported", false},
+		{"unsupported field", "stat_prefix: ingress", "stat_prefix: ingress\n          request_headers_timeout: 5s", "HttpConnectionManager.request_headers_timeout is not supported", false},
 		{"unsupported route field", "cluster_header: x-cluster", "cluster_header: x-cluster, hash_policy: [{header: {header_name: x}}]", "RouteAction.hash_policy is not supported", false},
 		{"unsupported extension", "- {name: envoy.filters.http.router",
 			"- {name: buffer, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer, max_request_bytes: 10}}\n          - {name: envoy.filters.http.router",
@@ -47,7 +47,9 @@ func TestLoadRejects(t *testing.T) {
 		{"router not last", "          - {name: envoy.filters.http.router, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}\n", "", "non-terminal filter", true},
 		{"unsupported attribute", "processing_mode: {request_header_mode: SEND}", "processing_mode: {request_header_mode: SEND}, request_attributes: [\"connection.mtls\"]", `unsupported attribute "connection.mtls"`, true},
 		{"unsupported retry_on", "cluster_header: x-cluster", "cluster_header: x-cluster, retry_policy: {retry_on: \"5xx,grpc-unavailable\"}", "retry_on", true},
-		{"use_remote_address", "stat_prefix: ingress", "stat_prefix: ingress\n          use_remote_address: true", "use_remote_address", true},
+		{"skip_xff_append", "stat_prefix: ingress", "stat_prefix: ingress\n          use_remote_address: true\n          skip_xff_append: true", "HttpConnectionManager.skip_xff_append is not supported", false},
+		{"direct_response Location", "route: {cluster_header: x-cluster}", "direct_response: {status: 302}", "direct_response status 302", true},
+		{"direct_response file body", "route: {cluster_header: x-cluster}", "direct_response: {status: 200, body: {filename: /etc/hostname}}", "DataSource.filename is not supported", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

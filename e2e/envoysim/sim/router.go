@@ -199,6 +199,10 @@ func (r *router) decodeHeaders(h *stream.Headers, end bool) {
 		r.localReply(404, "", "NR", "route_not_found")
 		return
 	}
+	if rr.route.direct != nil {
+		r.directResponse(rr.route.direct)
+		return
+	}
 	r.rr = rr
 	r.bufferLimit = r.st.bufferLimit()
 	c := r.st.hcm.s.cm.get(rr.cluster)
@@ -226,6 +230,9 @@ func (r *router) decodeHeaders(h *stream.Headers, end bool) {
 		return
 	}
 	r.finalTimeout(h, policy)
+	if !r.finalHedgingParams(h) {
+		return
+	}
 	if r.includeAttempt {
 		h.Set("x-envoy-attempt-count", "1")
 	}
@@ -273,6 +280,27 @@ func (r *router) finalTimeout(h *stream.Headers, p *retryPolicy) {
 		r.perTryTimeout = 0
 	}
 	r.setTimeoutHeaders(0)
+}
+
+// finalHedgingParams imitates FilterUtility::finalHedgingParams: the request header
+// x-envoy-hedge-on-per-try-timeout ("true"/"false") overrides the route's
+// hedge_policy and is always removed. envoysim implements no hedging (route
+// hedge_policy is rejected at load), so a request asking for it while a per-try
+// timeout applies — the only case where Envoy would behave differently: the per-try
+// timeout would no longer reset the attempt (Filter::onSoftPerTryTimeout) — is
+// refused with a 500 local reply instead of diverging silently.
+func (r *router) finalHedgingParams(h *stream.Headers) bool {
+	v, ok := h.Get("x-envoy-hedge-on-per-try-timeout")
+	if !ok {
+		return true
+	}
+	h.Del("x-envoy-hedge-on-per-try-timeout")
+	if v != "true" || r.perTryTimeout <= 0 {
+		return true
+	}
+	r.st.hcm.s.log.Error("envoysim does not implement hedging: request with x-envoy-hedge-on-per-try-timeout: true and a per-try timeout refused")
+	r.localReply(500, "envoysim: x-envoy-hedge-on-per-try-timeout is not supported", "", "envoysim_hedging_not_supported")
+	return false
 }
 
 // setTimeoutHeaders imitates FilterUtility::setTimeoutHeaders:
@@ -356,6 +384,7 @@ func (r *router) decodeTrailers(t *stream.Headers) {
 // onRequestComplete imitates Filter::onRequestComplete: the route timeout starts when
 // the whole request was received; per-try timeouts start once a connection exists.
 func (r *router) onRequestComplete() {
+	notify(r.st.decodeDone) // the HCM disarms request_timeout
 	r.downstreamEnd = true
 	r.requestComplete = time.Now()
 	if r.cur == nil {
@@ -399,6 +428,10 @@ func (r *router) onAttemptEvent(u *upstreamRequest, ev attemptEvent) {
 		} else {
 			u.createPerTryOnComplete = true
 		}
+	case evPoolFailed:
+		// Everything this router already passed to the attempt reaches the upstream
+		// filters before the failure does (see codec.run).
+		u.chain.In.Push(stream.FlushFrame())
 	case evReset:
 		r.onUpstreamReset(u, ev.reason, ev.detail)
 	}
@@ -427,10 +460,11 @@ func (r *router) onAttemptFrame(u *upstreamRequest, fr stream.Frame) {
 	case stream.KindReset:
 		r.onUpstreamReset(u, resetReason(fr.Reset.Reason), fr.Reset.Detail)
 	case stream.KindLocalReply:
-		// A local reply from an upstream filter goes to the downstream stream and is
-		// final: never retried (UpstreamFilterManager::sendLocalReply;
-		// http_protocol_options.proto "local errors sent by upstream HTTP filters will
-		// not trigger retries").
+		// A local reply of the upstream filter manager (e.g. a buffer over its limit;
+		// an upstream ext_proc never sends one, see Filter::sendImmediateResponse) goes
+		// to the downstream stream and is final: never retried
+		// (UpstreamFilterManager::sendLocalReply; http_protocol_options.proto "local
+		// errors sent by upstream HTTP filters will not trigger retries").
 		r.out.Push(fr)
 		r.done = true
 	}

@@ -10,9 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 )
 
 const previousPriorities = `retry_priority: {name: envoy.retry_priorities.previous_priorities, typed_config: {"@type": type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig, update_frequency: 1}}`
@@ -149,8 +146,9 @@ func TestRequestTimeoutHeader(t *testing.T) {
 	release := make(chan struct{})
 	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ *recorded) { <-release })
 	t.Cleanup(func() { close(release) }) // before the server's Close (cleanups run LIFO)
-	e := start(t, cfg{route: "timeout: 0s", clusters: []string{clusterYAML("a", "", []string{endpointYAML(a.addr(), "")})}})
-	r := await(t, e.do("GET", "/", "", "X-Cluster", "a", "x-envoy-upstream-rq-timeout-ms", "300"))
+	// An internal request (RFC1918 XFF): the HCM strips these headers from external ones.
+	e := start(t, cfg{route: "timeout: 0s", hcm: []string{"internal_address_config: {}"}, clusters: []string{clusterYAML("a", "", []string{endpointYAML(a.addr(), "")})}})
+	r := await(t, e.do("GET", "/", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-upstream-rq-timeout-ms", "300"))
 	mustOK(t, r, 504)
 	if r.body != "upstream request timeout" {
 		t.Fatalf("body %q", r.body)
@@ -188,8 +186,9 @@ func TestPerTryTimeoutBeforeAndAfterCommit(t *testing.T) {
 	e := start(t, cfg{
 		route:    `timeout: 0s, retry_policy: {retry_on: "reset", num_retries: 1, retry_back_off: {base_interval: 0.001s}}`,
 		clusters: []string{clusterYAML("a", "", []string{endpointYAML(a.addr(), "")})},
+		hcm:      []string{"internal_address_config: {}"}, // internal requests keep x-envoy-* headers
 	})
-	r := await(t, e.do("GET", "/slow-first", "", "X-Cluster", "a", "x-envoy-upstream-rq-per-try-timeout-ms", "200"))
+	r := await(t, e.do("GET", "/slow-first", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-upstream-rq-per-try-timeout-ms", "200"))
 	mustOK(t, r, 200)
 	if r.body != "second" {
 		t.Fatalf("body %q", r.body)
@@ -203,7 +202,7 @@ func TestPerTryTimeoutBeforeAndAfterCommit(t *testing.T) {
 		t.Fatalf("access log %+v", l)
 	}
 
-	r = await(t, e.do("GET", "/slow-body", "", "X-Cluster", "a", "x-envoy-upstream-rq-per-try-timeout-ms", "200"))
+	r = await(t, e.do("GET", "/slow-body", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-upstream-rq-per-try-timeout-ms", "200"))
 	mustOK(t, r, 200)
 	if r.body != "head-tail" {
 		t.Fatalf("body %q", r.body)
@@ -254,37 +253,6 @@ func TestUpstreamResetAfterCommitResetsClient(t *testing.T) {
 	}
 	a.next(t)
 	a.none(t)
-}
-
-// ImmediateResponse from an upstream filter is final: never retried, even when its
-// status is retriable (http_protocol_options.proto upstream filters).
-func TestImmediateResponseFromUpstreamFilterIsFinal(t *testing.T) {
-	ps := newProcServer(t)
-	a := newUpstream(t, nil)
-	up := extProcYAML("attempt", "request_header_mode: SEND, response_header_mode: SKIP")
-	e := start(t, cfg{procAddr: ps.addr,
-		route:    `retry_policy: {retry_on: "5xx,reset", num_retries: 3}`,
-		clusters: []string{clusterYAML("a", upstreamFiltersYAML(up), []string{endpointYAML(a.addr(), "")})},
-	})
-	res := e.do("GET", "/", "", "X-Cluster", "a")
-	st := ps.next(t, "attempt")
-	st.Recv(t)
-	st.Send(t, &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
-		Status: &typev3.HttpStatus{Code: typev3.StatusCode_ServiceUnavailable}, Body: []byte("final"),
-	}}})
-	r := await(t, res)
-	mustOK(t, r, 503)
-	if r.body != "final" {
-		t.Fatalf("body %q", r.body)
-	}
-	if err := st.WaitEnd(t); grpcCode(err) != "Canceled" {
-		t.Fatalf("stream end %v", err)
-	}
-	ps.none(t, "attempt")
-	a.none(t)
-	if l := e.nextLog(); l.Attempts != 1 {
-		t.Fatalf("access log %+v", l)
-	}
 }
 
 // Route timeout default 15 s is applied when not configured; "timeout: 0s" disables
@@ -348,5 +316,29 @@ func TestH2CUpstream(t *testing.T) {
 	}
 	if g := <-got; g != "HTTP/2.0 body" {
 		t.Fatalf("upstream saw %q", g)
+	}
+}
+
+// x-envoy-hedge-on-per-try-timeout is always removed (FilterUtility::
+// finalHedgingParams). envoysim implements no hedging, so "true" with a per-try
+// timeout, where Envoy would keep the timed-out attempt running
+// (Filter::onSoftPerTryTimeout), is refused loudly instead of retried differently.
+func TestHedgeOnPerTryTimeoutHeader(t *testing.T) {
+	a, ca := oneCluster(t)
+	e := start(t, cfg{hcm: []string{"internal_address_config: {}"}, clusters: []string{ca}}) // internal requests keep x-envoy-* headers
+	r := await(t, e.do("GET", "/", "", "X-Cluster", "a", "x-forwarded-for", "10.0.0.1", "x-envoy-hedge-on-per-try-timeout", "true", "x-envoy-upstream-rq-per-try-timeout-ms", "300"))
+	mustOK(t, r, 500)
+	if l := e.nextLog(); l.ResponseCodeDetails != "envoysim_hedging_not_supported" {
+		t.Fatalf("access log %+v", l)
+	}
+	a.none(t)
+	for _, h := range [][]string{
+		{"x-envoy-hedge-on-per-try-timeout", "true"},
+		{"x-envoy-hedge-on-per-try-timeout", "false", "x-envoy-upstream-rq-per-try-timeout-ms", "300"},
+	} {
+		mustOK(t, await(t, e.do("GET", "/", "", append([]string{"X-Cluster", "a"}, h...)...)), 200)
+		if got := a.next(t).Header.Get("X-Envoy-Hedge-On-Per-Try-Timeout"); got != "" {
+			t.Fatalf("header sent upstream: %q", got)
+		}
 	}
 }

@@ -47,7 +47,9 @@ type route struct {
 	timeout       time.Duration
 	retry         *retryPolicy
 	redirect      *redirectPolicy
-	bufferLimit   int64 // 0 = not set
+	bufferLimit   int64          // 0 = not set
+	idleTimeout   *time.Duration // RouteAction.idle_timeout; nil = the HCM's stream_idle_timeout
+	direct        *directResponse
 }
 
 // redirectPolicy is a compiled InternalRedirectPolicy.
@@ -162,9 +164,21 @@ func compileRoute(vh *virtualHost, rpb *routev3.Route) (*route, error) {
 		}
 		r.headers = append(r.headers, h)
 	}
+	if dr := rpb.GetDirectResponse(); dr != nil {
+		d, err := compileDirectResponse(dr)
+		if err != nil {
+			return nil, fmt.Errorf("route %q: %w", r.name, err)
+		}
+		r.direct = d
+		return r, nil
+	}
 	act := rpb.GetRoute()
 	if act == nil {
-		return nil, fmt.Errorf("route %q: only route actions are supported by envoysim", r.name)
+		return nil, fmt.Errorf("route %q: only route and direct_response actions are supported by envoysim", r.name)
+	}
+	if it := act.GetIdleTimeout(); it != nil {
+		d := it.AsDuration()
+		r.idleTimeout = &d
 	}
 	switch cs := act.GetClusterSpecifier().(type) {
 	case *routev3.RouteAction_Cluster:

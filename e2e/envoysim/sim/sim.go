@@ -59,6 +59,7 @@ type Sim struct {
 
 	cm        *clusterManager
 	grpc      *grpcConns
+	stats     counters
 	listeners []*listener
 	rds       []*hcmConfig // HCMs whose routes come from RDS
 	adsClient *ads.Client
@@ -148,6 +149,9 @@ func (s *Sim) compileDynamicResources() error {
 	}
 	if len(ac.GetGrpcServices()) != 1 || ac.GetGrpcServices()[0].GetEnvoyGrpc() == nil {
 		return errors.New("envoysim: ads_config.grpc_services must have exactly one envoy_grpc service")
+	}
+	if ac.GetGrpcServices()[0].GetEnvoyGrpc().GetMaxReceiveMessageLength() != nil {
+		return errors.New("envoysim: ads_config: envoy_grpc.max_receive_message_length is not supported (ext_proc only)")
 	}
 	cl := ac.GetGrpcServices()[0].GetEnvoyGrpc().GetClusterName()
 	if c := s.cm.get(cl); c == nil || !c.static {

@@ -13,7 +13,11 @@ type attemptEventKind int
 
 const (
 	evPoolReady attemptEventKind = iota
-	evReset                      // pool failure: no frame can precede it
+	// evPoolFailed: the connect failed; the router answers with a flush marker
+	// through the upstream filters (see codec.run).
+	evPoolFailed
+	// evReset is the pool failure, after the flush: UpstreamRequest::onPoolFailure.
+	evReset
 )
 
 type attemptEvent struct {

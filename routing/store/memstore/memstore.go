@@ -53,18 +53,11 @@ type deployment struct {
 	latency, throughput       float64
 	hasLatency, hasThroughput bool
 
-	health [healthBuckets]healthBucket
+	health [store.HealthBuckets]store.HealthBucket
 
 	// counted remembers requests that already counted a failure (SPEC §5.3).
 	counted      map[string]time.Time
 	countedSweep time.Time
-}
-
-const healthBuckets = int(store.HealthWindow / time.Minute)
-
-type healthBucket struct {
-	minute              int64
-	successes, failures int64
 }
 
 func (s *Store) dep(id string) *deployment {
@@ -96,9 +89,9 @@ func (s *Store) ReadStates(_ context.Context, now time.Time, refs []store.Deploy
 		m.LatencyEWMA, m.HasLatency = d.latency, d.hasLatency
 		m.ThroughputEWMA, m.HasThroughput = d.throughput, d.hasThroughput
 		for _, b := range d.health {
-			if b.minute > minute-int64(healthBuckets) && b.minute <= minute {
-				m.Successes += b.successes
-				m.Failures += b.failures
+			if store.InHealthWindow(b.Minute, minute) {
+				m.Successes += b.Successes
+				m.Failures += b.Failures
 			}
 		}
 		out[i].Circuit = d.circuit
@@ -144,21 +137,22 @@ func (s *Store) FinishAttempt(_ context.Context, f store.AttemptFinish) (store.T
 	case store.EffectTransient:
 		d.recordHealth(f.Now, false)
 		first := !d.alreadyCounted(f.RequestID, f.Now)
-		d.circuit, t = store.ApplyFailure(d.circuit, f.RequestID, first, f.Now, f.Settings, f.Jitter)
+		d.circuit, t = store.ApplyFailure(d.circuit, f.RequestID, first, f.Started, f.Now, f.Settings, f.Jitter)
 		if t.Counted {
 			d.markCounted(f.RequestID, f.Now, f.DedupeTTL)
 		}
 	case store.EffectConfiguration:
-		d.circuit, t = store.ApplyConfigurationFailure(d.circuit, f.Now, f.Settings)
+		d.circuit, t = store.ApplyConfigurationFailure(d.circuit, f.Started, f.Now, f.Settings)
 	case store.EffectThrottle, store.EffectQuota:
-		dur := max(f.Settings.ThrottleCooldown, f.RetryAfter)
-		if f.Effect == store.EffectQuota {
-			dur = f.Settings.ConfigurationCooldown
-		}
+		dur := store.CapacityCooldown(f.Effect, f.Settings, f.RetryAfter)
 		var opened bool
 		s.domains[f.Domain], opened = store.ApplyCapacity(s.domains[f.Domain], f.Now, dur, f.Effect == store.EffectQuota)
-		t = store.Transition{CapacityOpened: opened, Circuit: d.circuit, Capacity: s.domains[f.Domain]}
-	default:
+		t = store.Transition{CapacityOpened: opened, Capacity: s.domains[f.Domain]}
+	}
+	switch f.Effect {
+	case store.EffectNeutral, store.EffectThrottle, store.EffectQuota:
+		// No verdict on recovery: a probe this attempt owned is free again (SPEC §5.4).
+		d.circuit, t.ProbeReleased = store.ReleaseProbe(d.circuit, f.RequestID, f.Now)
 		t.Circuit = d.circuit
 	}
 	return t, nil
@@ -201,15 +195,7 @@ func (d *deployment) rollMinute(now time.Time) {
 
 func (d *deployment) recordHealth(now time.Time, success bool) {
 	minute := store.MinuteOf(now)
-	b := &d.health[int(minute%int64(healthBuckets))]
-	if b.minute != minute {
-		*b = healthBucket{minute: minute}
-	}
-	if success {
-		b.successes++
-	} else {
-		b.failures++
-	}
+	d.health[store.HealthSlot(minute)].Record(minute, success)
 }
 
 // alreadyCounted reports whether requestID already counted a failure here (SPEC §5.3).

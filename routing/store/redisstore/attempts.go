@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -55,15 +54,16 @@ func (s *Store) FinishAttempt(ctx context.Context, f store.AttemptFinish) (store
 			f.AttemptID, f.RequestID, micros(f.Now), int(f.Effect),
 			cs.AllowedFails, durMicros(cs.Cooldown), durMicros(cs.FailureWindow),
 			durMicros(cs.MaxCooldown), durMicros(cs.ConfigurationCooldown),
-			formatFloat(clampJitter(f.Jitter)), latency, throughput, max(f.TotalTokens, 0),
+			formatFloat(store.ClampJitter(f.Jitter)), latency, throughput, max(f.TotalTokens, 0),
 			durMicros(dedupe), store.MinuteOf(f.Now),
 			durMicros(circuitGrace), stateTTL.Milliseconds(), durMicros(dedupeGrace),
+			micros(f.Started), store.HealthBuckets,
 		},
 	}
 	if f.Effect == store.EffectThrottle || f.Effect == store.EffectQuota {
-		d, quota := max(cs.ThrottleCooldown, f.RetryAfter), "0"
+		d, quota := store.CapacityCooldown(f.Effect, cs, f.RetryAfter), "0"
 		if f.Effect == store.EffectQuota {
-			d, quota = cs.ConfigurationCooldown, "1"
+			quota = "1"
 		}
 		calls = append(calls, scriptCall{
 			script: s.scripts.capacity,
@@ -77,7 +77,7 @@ func (s *Store) FinishAttempt(ctx context.Context, f store.AttemptFinish) (store
 
 	var t store.Transition
 	reply, err := calls[0].cmd.Slice()
-	if err != nil || len(reply) != 10 {
+	if err != nil || len(reply) != 11 {
 		return t, fmt.Errorf("redisstore: finish attempt: unexpected reply %v: %v", reply, err)
 	}
 	flags := toInt(reply[0])
@@ -87,6 +87,7 @@ func (s *Store) FinishAttempt(ctx context.Context, f store.AttemptFinish) (store
 	t.Closed = flags&8 != 0
 	t.Cleared = flags&16 != 0
 	t.Quarantined = flags&32 != 0
+	t.ProbeReleased = flags&64 != 0
 	t.Circuit = circuitFromReply(reply[1:])
 	if len(calls) == 2 {
 		c, err := calls[1].cmd.Slice()
@@ -177,6 +178,7 @@ func circuitFromReply(r []any) store.Circuit {
 		Reopens:     uint32(toInt(r[6])),
 		ProbeOwner:  po,
 		ProbeUntil:  fromMicros(toInt(r[8])),
+		ClosedAt:    fromMicros(toInt(r[9])),
 	}
 }
 
@@ -193,11 +195,3 @@ func toInt(v any) int64 {
 
 // formatFloat renders f so that Lua's tonumber reads back the same double.
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-// clampJitter keeps jitter in [0,1] like store.ReopenCooldown does, so NaN never reaches Lua.
-func clampJitter(j float64) float64 {
-	if j < 0 || math.IsNaN(j) {
-		return 0
-	}
-	return min(j, 1)
-}

@@ -28,6 +28,27 @@ func TestConformancePipelinedReads(t *testing.T) {
 	})
 }
 
+// TestConformanceCluster runs the suite on a real three-master Redis Cluster through a
+// cluster client with one seed address: reads are per-node pipelines, every script runs on
+// the node of its slot, and config notifications cross nodes.
+func TestConformanceCluster(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func() store.Store {
+		tg := clusterTarget(t)
+		prefix := sharedOn(t, tg)
+		return func() store.Store { return newStoreOn(t, tg, prefix) }
+	})
+}
+
+// TestConformanceSentinel runs the suite on a master found through a real Sentinel (a
+// failover client: one node, so reads are one MGET).
+func TestConformanceSentinel(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func() store.Store {
+		tg := sentinelTarget(t)
+		prefix := sharedOn(t, tg)
+		return func() store.Store { return newStoreOn(t, tg, prefix) }
+	})
+}
+
 // TestConformanceResilient runs the suite through the degradation wrapper with Redis up:
 // wrapping must not change a single transition.
 func TestConformanceResilient(t *testing.T) {

@@ -174,7 +174,7 @@ func TestInFlightSummaryStaleFollowUp(t *testing.T) {
 // expiries); the summary in the state record then matches the set exactly, and so does
 // the count every replica reads.
 func TestInFlightSummaryUnderConcurrentReplicas(t *testing.T) {
-	rs := replicas(t, nReplicas)
+	rs := replicas(t, standaloneTarget(t), nReplicas)
 	expiry := func(i int) time.Time { return t0.Add(time.Minute + time.Duration(i%7)*time.Second) }
 	concurrently(func(i int) {
 		r := rs[i%nReplicas]

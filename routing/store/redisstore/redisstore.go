@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -144,6 +145,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 // Cluster client. o is not modified.
 func NewClient(o *redis.UniversalOptions) redis.UniversalClient {
 	c := *o
+	// A copy of the addresses: go-redis's cluster client appends discovered nodes to the
+	// slice it is given, which would write into the caller's array (and race between
+	// clients built from one slice with spare capacity).
+	c.Addrs = slices.Clone(o.Addrs)
 	c.ContextTimeoutEnabled = true
 	setDefault(&c.DialTimeout, time.Second)
 	setDefault(&c.ReadTimeout, 500*time.Millisecond)

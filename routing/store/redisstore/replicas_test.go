@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
@@ -36,12 +37,12 @@ func defaults() store.CircuitSettings {
 }
 
 // replicas opens n stores, each with its own client, onto one fresh prefix.
-func replicas(t *testing.T, n int, opts ...redisstore.Option) []*redisstore.Store {
+func replicas(t *testing.T, tg target, n int, opts ...redisstore.Option) []*redisstore.Store {
 	t.Helper()
-	addr, prefix := shared(t)
+	prefix := sharedOn(t, tg)
 	rs := make([]*redisstore.Store, n)
 	for i := range rs {
-		rs[i] = newStore(t, addr, prefix, opts...)
+		rs[i] = newStoreOn(t, tg, prefix, opts...)
 		t.Cleanup(func() { _ = rs[i].Close() })
 	}
 	return rs
@@ -78,7 +79,11 @@ func readOne(t *testing.T, s store.Store, id, domain string, now time.Time) stor
 // at once; one owns the probe. When the owner vanishes and its probe TTL runs out, again
 // exactly one of 64 new callers takes over.
 func TestReplicasHalfOpenExactlyOneProbe(t *testing.T) {
-	rs := replicas(t, nReplicas)
+	onEveryTopology(t, testReplicasHalfOpenExactlyOneProbe)
+}
+
+func testReplicasHalfOpenExactlyOneProbe(t *testing.T, tg target) {
+	rs := replicas(t, tg, nReplicas)
 	cs := defaults()
 	cs.AllowedFails = 0
 	if tr := mustFinish(t, rs[0], store.AttemptFinish{DeploymentID: "d", RequestID: "opener", Now: t0, Effect: store.EffectTransient, Settings: cs}); !tr.Opened {
@@ -113,7 +118,11 @@ func TestReplicasHalfOpenExactlyOneProbe(t *testing.T) {
 // the circuit opens exactly once, exactly allowedFails+1 failures count, and every replica
 // reads the same cooldown end.
 func TestReplicasConcurrentFailuresOpenOnce(t *testing.T) {
-	rs := replicas(t, nReplicas)
+	onEveryTopology(t, testReplicasConcurrentFailuresOpenOnce)
+}
+
+func testReplicasConcurrentFailuresOpenOnce(t *testing.T, tg target) {
+	rs := replicas(t, tg, nReplicas)
 	cs := defaults()
 	var opened, counted atomic.Int32
 	concurrently(func(i int) {
@@ -148,7 +157,11 @@ func TestReplicasConcurrentFailuresOpenOnce(t *testing.T) {
 // in flight elsewhere (64 of them on 8 replicas, during the cooldown and at half-open) count
 // nothing and leave the reopen time where it is; only the probe owner's failure reopens.
 func TestReplicasLateFailuresCannotMoveReopenTime(t *testing.T) {
-	rs := replicas(t, nReplicas)
+	onEveryTopology(t, testReplicasLateFailuresCannotMoveReopenTime)
+}
+
+func testReplicasLateFailuresCannotMoveReopenTime(t *testing.T, tg target) {
+	rs := replicas(t, tg, nReplicas)
 	cs := defaults()
 	cs.AllowedFails = 0
 	until := mustFinish(t, rs[0], store.AttemptFinish{DeploymentID: "d", RequestID: "first", Now: t0, Effect: store.EffectTransient, Settings: cs}).Circuit.OpenUntil
@@ -186,7 +199,11 @@ func TestReplicasLateFailuresCannotMoveReopenTime(t *testing.T) {
 // deployment of the failure domain on every other replica; a shorter 429 elsewhere never
 // shortens it, and other domains are untouched.
 func TestReplicasThrottleCoolsFailureDomain(t *testing.T) {
-	rs := replicas(t, nReplicas)
+	onEveryTopology(t, testReplicasThrottleCoolsFailureDomain)
+}
+
+func testReplicasThrottleCoolsFailureDomain(t *testing.T, tg target) {
+	rs := replicas(t, tg, nReplicas)
 	cs := defaults()
 	tr := mustFinish(t, rs[0], store.AttemptFinish{DeploymentID: "a1", Domain: "acct", RequestID: "r", Now: t0, Effect: store.EffectThrottle, Settings: cs, RetryAfter: 20 * time.Second})
 	if !tr.CapacityOpened || tr.Capacity.Until.Sub(t0) != 20*time.Second {
@@ -240,8 +257,8 @@ func waitSubscribed(t *testing.T, s *redisstore.Store) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, err := s.Client().PubSubNumSub(t.Context(), s.ConfigChannel()).Result()
-		if err == nil && n[s.ConfigChannel()] > 0 {
+		n, err := numSub(t.Context(), s.Client(), s.ConfigChannel())
+		if err == nil && n > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -249,6 +266,23 @@ func waitSubscribed(t *testing.T, s *redisstore.Store) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
 	}
+}
+
+// numSub counts the subscribers of a classic channel. A Cluster node reports only its own
+// clients' subscriptions, so on a Cluster every master is asked.
+func numSub(ctx context.Context, c redis.UniversalClient, channel string) (int64, error) {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		n, err := c.PubSubNumSub(ctx, channel).Result()
+		return n[channel], err
+	}
+	var total atomic.Int64
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		n, err := node.PubSubNumSub(ctx, channel).Result()
+		total.Add(n[channel])
+		return err
+	})
+	return total.Load(), err
 }
 
 func testDeployment(id string) *configv1.Deployment {
@@ -259,9 +293,13 @@ func testDeployment(id string) *configv1.Deployment {
 // TestConfigReachesReplicaByPubSub: with polling effectively off, a change made on one
 // replica reaches the other through pub/sub alone, within a bounded time.
 func TestConfigReachesReplicaByPubSub(t *testing.T) {
-	addr, prefix := shared(t)
-	writer := newStore(t, addr, prefix)
-	reader := newStore(t, addr, prefix, redisstore.WithConfigPollInterval(time.Hour))
+	onEveryTopology(t, testConfigReachesReplicaByPubSub)
+}
+
+func testConfigReachesReplicaByPubSub(t *testing.T, tg target) {
+	prefix := sharedOn(t, tg)
+	writer := newStoreOn(t, tg, prefix)
+	reader := newStoreOn(t, tg, prefix, redisstore.WithConfigPollInterval(time.Hour))
 	t.Cleanup(func() { _ = writer.Close(); _ = reader.Close() })
 
 	v1, err := writer.PutDeployment(t.Context(), testDeployment("d1"))
@@ -285,9 +323,13 @@ func TestConfigReachesReplicaByPubSub(t *testing.T) {
 // TestConfigReachesReplicaByPollingWhenNotificationLost: the writer's notification is lost
 // (not published at all); the reader still sees the change through version polling.
 func TestConfigReachesReplicaByPollingWhenNotificationLost(t *testing.T) {
-	addr, prefix := shared(t)
-	writer := newStore(t, addr, prefix, redisstore.WithoutPublish())
-	reader := newStore(t, addr, prefix, redisstore.WithConfigPollInterval(20*time.Millisecond))
+	onEveryTopology(t, testConfigReachesReplicaByPollingWhenNotificationLost)
+}
+
+func testConfigReachesReplicaByPollingWhenNotificationLost(t *testing.T, tg target) {
+	prefix := sharedOn(t, tg)
+	writer := newStoreOn(t, tg, prefix, redisstore.WithoutPublish())
+	reader := newStoreOn(t, tg, prefix, redisstore.WithConfigPollInterval(20*time.Millisecond))
 	t.Cleanup(func() { _ = writer.Close(); _ = reader.Close() })
 
 	watch := reader.WatchConfig(t.Context())

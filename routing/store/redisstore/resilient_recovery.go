@@ -10,13 +10,14 @@ import (
 
 // fail records a failed Redis call. Only an unreachable or slow Redis (store.ErrUnavailable)
 // degrades the wrapper; a call that failed because its caller gave up (the client went away,
-// the request's deadline passed) says nothing about Redis, and any other error (a malformed
-// record, a script bug) is logged but would not go away by waiting.
+// the request's deadline passed) says nothing about Redis and is not counted as a Redis
+// error either, and any other error (a malformed record, a script bug) is logged but would
+// not go away by waiting.
 func (r *Resilient) fail(ctx context.Context, err error) {
-	r.m.errors.Inc()
 	if ctx.Err() != nil {
 		return
 	}
+	r.m.errors.Inc()
 	if !errors.Is(err, store.ErrUnavailable) {
 		r.cfg.Logger.Error("redis store call failed", "err", err)
 		return

@@ -30,13 +30,13 @@ type replica struct {
 
 // routerReplicas starts n routers on one prefix, seeds cfg through the first and makes every
 // replica follow the shared configuration.
-func routerReplicas(t *testing.T, n int, cfg *configv1.Config, clock *fakeclock.Clock) []*replica {
+func routerReplicas(t *testing.T, tg target, n int, cfg *configv1.Config, clock *fakeclock.Clock) []*replica {
 	t.Helper()
 	v, err := config.NewValidator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stores := replicas(t, n)
+	stores := replicas(t, tg, n)
 	if _, err := stores[0].ReplaceConfig(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +75,14 @@ func (r *replica) finishOn(t *testing.T, depID, requestID string, c failure.Clas
 }
 
 func TestRoutersShareOneHalfOpenProbe(t *testing.T) {
+	onEveryTopology(t, testRoutersShareOneHalfOpenProbe)
+}
+
+func testRoutersShareOneHalfOpenProbe(t *testing.T, tg target) {
 	clock := newClock()
 	cfg := &configv1.Config{RouterSettings: &configv1.RouterSettings{AllowedFails: proto.Uint32(0)},
 		Deployments: []*configv1.Deployment{rdep("sick", "m", 1000, ""), rdep("spare", "m", 1, "")}}
-	rs := routerReplicas(t, 2, cfg, clock)
+	rs := routerReplicas(t, tg, 2, cfg, clock)
 	rs[0].finishOn(t, "sick", "opener", transient, clock)
 	clock.Advance(5 * time.Second)
 	var probes atomic.Int32
@@ -104,10 +108,12 @@ func TestRoutersShareOneHalfOpenProbe(t *testing.T) {
 	}
 }
 
-func TestRoutersOpenTheCircuitOnce(t *testing.T) {
+func TestRoutersOpenTheCircuitOnce(t *testing.T) { onEveryTopology(t, testRoutersOpenTheCircuitOnce) }
+
+func testRoutersOpenTheCircuitOnce(t *testing.T, tg target) {
 	clock := newClock()
 	cfg := &configv1.Config{Deployments: []*configv1.Deployment{rdep("d", "m", 1, ""), rdep("e", "m", 1, "")}}
-	rs := routerReplicas(t, 2, cfg, clock)
+	rs := routerReplicas(t, tg, 2, cfg, clock)
 	var opened atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 64 {
@@ -143,10 +149,14 @@ func TestRoutersOpenTheCircuitOnce(t *testing.T) {
 }
 
 func TestRoutersLateFailureCannotExtendTheCooldown(t *testing.T) {
+	onEveryTopology(t, testRoutersLateFailureCannotExtendTheCooldown)
+}
+
+func testRoutersLateFailureCannotExtendTheCooldown(t *testing.T, tg target) {
 	clock := newClock()
 	cfg := &configv1.Config{RouterSettings: &configv1.RouterSettings{AllowedFails: proto.Uint32(0)},
 		Deployments: []*configv1.Deployment{rdep("d", "m", 1, ""), rdep("e", "m", 1, "")}}
-	rs := routerReplicas(t, 2, cfg, clock)
+	rs := routerReplicas(t, tg, 2, cfg, clock)
 	rs[0].finishOn(t, "d", "first", transient, clock)
 	status := func() int64 {
 		st, _, err := rs[1].router.Status(t.Context(), "m")
@@ -164,9 +174,13 @@ func TestRoutersLateFailureCannotExtendTheCooldown(t *testing.T) {
 }
 
 func TestRoutersThrottleCoolsTheDomainForOthers(t *testing.T) {
+	onEveryTopology(t, testRoutersThrottleCoolsTheDomainForOthers)
+}
+
+func testRoutersThrottleCoolsTheDomainForOthers(t *testing.T, tg target) {
 	clock := newClock()
 	cfg := &configv1.Config{Deployments: []*configv1.Deployment{rdep("a1", "m", 100, "acct"), rdep("a2", "m", 100, "acct"), rdep("other", "m", 1, "")}}
-	rs := routerReplicas(t, 2, cfg, clock)
+	rs := routerReplicas(t, tg, 2, cfg, clock)
 	rs[0].finishOn(t, "a1", "r", failure.Classification{Class: failure.ClassThrottle, Kind: failure.KindRateLimit, Status: 429, RetryAfter: 10 * time.Second}, clock)
 	for i := range 50 {
 		d := rs[1].router.Decide(t.Context(), &routing.Request{ID: fmt.Sprint("q", i), Model: "m", Start: clock.Now()}, nil)
@@ -186,9 +200,13 @@ func TestRoutersThrottleCoolsTheDomainForOthers(t *testing.T) {
 }
 
 func TestRoutersSeeConfigurationChanges(t *testing.T) {
+	onEveryTopology(t, testRoutersSeeConfigurationChanges)
+}
+
+func testRoutersSeeConfigurationChanges(t *testing.T, tg target) {
 	clock := newClock()
 	cfg := &configv1.Config{Deployments: []*configv1.Deployment{rdep("d", "m", 1, "")}}
-	rs := routerReplicas(t, 2, cfg, clock)
+	rs := routerReplicas(t, tg, 2, cfg, clock)
 	if _, err := rs[0].store.PutDeployment(t.Context(), rdep("new", "m2", 1, "")); err != nil {
 		t.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func parseState(v string, minute int64, st *store.DeploymentState) (inFlight, ea
 		slot, h, _ = strings.Cut(h, ",")
 		bm, rest, _ := strings.Cut(slot, ":")
 		hs, hf, _ := strings.Cut(rest, ":")
-		if b := atoi(bm); slot != "" && b > minute-healthBuckets && b <= minute {
+		if slot != "" && store.InHealthWindow(atoi(bm), minute) {
 			m.Successes += atoi(hs)
 			m.Failures += atoi(hf)
 		}
@@ -225,6 +225,7 @@ func parseState(v string, minute int64, st *store.DeploymentState) (inFlight, ea
 	c.OpenUntil = fromMicros(r.int())
 	c.Reopens = uint32(r.int())
 	c.ProbeUntil = fromMicros(r.int())
+	c.ClosedAt = fromMicros(r.int())
 	c.ProbeOwner = string(r) // the rest: the owner may contain '|'
 	return inFlight, earliest
 }
@@ -249,9 +250,6 @@ func parseCapacity(v string) store.Capacity {
 	r := record(v)
 	return store.Capacity{Until: fromMicros(r.int()), Quota: r.next() == "1"}
 }
-
-// healthBuckets is the number of one-minute buckets of the health window (SPEC §3.5).
-const healthBuckets = int64(store.HealthWindow / time.Minute)
 
 // micros is t in Unix microseconds, the unit of every stored timestamp; the zero time is 0.
 func micros(t time.Time) int64 {

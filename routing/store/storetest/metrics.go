@@ -119,6 +119,32 @@ func runMetrics(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("HealthBucketsReuseTheirSlot", func(t *testing.T) {
+		// Minute m and m+HealthBuckets share a slot (store.HealthSlot): the newer minute
+		// replaces the older, and a lagging replica's write for the older minute is dropped
+		// rather than wiping the newer one.
+		s, replica := open(t, f)
+		span := time.Duration(store.HealthBuckets) * time.Minute
+		succeed(t, s, "d1", "old1", t0, settings())
+		succeed(t, s, "d1", "old2", t0, settings())
+		fail(t, s, "d1", "new", t0.Add(span), settings())
+		if m := state(t, replica(), "d1", "", t0.Add(span)).Metrics; m.Successes != 0 || m.Failures != 1 {
+			t.Fatalf("after the slot's reuse = %d/%d, want 0/1", m.Successes, m.Failures)
+		}
+		succeed(t, s, "d1", "lagging", t0.Add(30*time.Second), settings())
+		if m := state(t, replica(), "d1", "", t0.Add(span)).Metrics; m.Successes != 0 || m.Failures != 1 {
+			t.Fatalf("after a write for the slot's older minute = %d/%d, want 0/1 (the write is dropped)", m.Successes, m.Failures)
+		}
+		// Every other slot is untouched: the window holds one bucket per minute.
+		for i := 1; i < store.HealthBuckets; i++ {
+			succeed(t, s, "d1", fmt.Sprintf("m%d", i), t0.Add(span+time.Duration(i)*time.Minute), settings())
+		}
+		end := t0.Add(span + time.Duration(store.HealthBuckets-1)*time.Minute)
+		if m := state(t, replica(), "d1", "", end).Metrics; m.Successes != int64(store.HealthBuckets-1) || m.Failures != 1 {
+			t.Fatalf("a full window = %d/%d, want %d/1", m.Successes, m.Failures, store.HealthBuckets-1)
+		}
+	})
+
 	t.Run("ReadManyInOneCall", func(t *testing.T) {
 		s, _ := open(t, f)
 		refs := make([]store.DeploymentRef, 8)

@@ -22,6 +22,7 @@ type Factory func(t *testing.T) (replica func() store.Store)
 // Run runs the whole suite.
 func Run(t *testing.T, f Factory) {
 	t.Run("Circuit", func(t *testing.T) { runCircuit(t, f) })
+	t.Run("Recovery", func(t *testing.T) { runRecovery(t, f) })
 	t.Run("Capacity", func(t *testing.T) { runCapacity(t, f) })
 	t.Run("Metrics", func(t *testing.T) { runMetrics(t, f) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, f) })

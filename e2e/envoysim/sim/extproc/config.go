@@ -31,6 +31,9 @@ type Config struct {
 	StreamTimeout time.Duration
 	// InitialMetadata is grpc_service.initial_metadata.
 	InitialMetadata metadata.MD
+	// MaxReceiveMessageLength is grpc_service.envoy_grpc.max_receive_message_length
+	// (0 = unlimited), applied by limitConn.
+	MaxReceiveMessageLength uint32
 
 	MessageTimeout    time.Duration
 	MaxMessageTimeout time.Duration
@@ -85,6 +88,8 @@ func NewConfig(pb *epv3.ExternalProcessor) (*Config, error) {
 		typedForwardNS:    pb.GetMetadataOptions().GetForwardingNamespaces().GetTyped(),
 		receiveNS:         pb.GetMetadataOptions().GetReceivingNamespaces().GetUntyped(),
 		MaxMessageTimeout: pb.GetMaxMessageTimeout().AsDuration(),
+
+		MaxReceiveMessageLength: eg.GetMaxReceiveMessageLength().GetValue(),
 	}
 	if c.Authority == "" {
 		c.Authority = c.GrpcCluster

@@ -223,11 +223,23 @@ func (d *direction) continueIfNecessary() {
 }
 
 func (d *direction) resume() {
-	if !d.headersOut {
-		d.emitHeaders(d.noBody)
-	}
 	if d.noBody {
+		// A bodyless message whose body CONTINUE_AND_REPLACE set: the filter manager
+		// continues with the headers without end_stream, then the buffered body with it
+		// (FilterManager commonContinue: doHeaders(observedEndStream() && !bufferedData()),
+		// then doData).
+		if d.hasBuffered {
+			b := d.buffered
+			d.buffered, d.hasBuffered = nil, false
+			d.emitHeaders(false)
+			d.emitData(b, true)
+			return
+		}
+		d.emitHeaders(true)
 		return
+	}
+	if !d.headersOut {
+		d.emitHeaders(false)
 	}
 	canEnd := d.completeBody && !d.trailersAvail && d.mayEnd()
 	if d.hasBuffered {
@@ -277,8 +289,6 @@ func (d *direction) onHeaders(h *stream.Headers, end bool) {
 	send := d.sendHeaders && (d.inbound || !f.processingComplete)
 	if send {
 		switch f.openStream() {
-		case openError:
-			return
 		case openIgnoreError:
 			send = false
 		}
@@ -346,8 +356,6 @@ func (d *direction) onData(b []byte, end bool) {
 		}
 		if end {
 			switch f.openStream() {
-			case openError:
-				return
 			case openIgnoreError:
 				d.continueIfNecessary()
 				return
@@ -359,8 +367,6 @@ func (d *direction) onData(b []byte, end bool) {
 		// handleDataStreamedModeBase: STREAMED queues the chunk, FULL_DUPLEX drains it;
 		// either way the chunk goes to the server now.
 		switch f.openStream() {
-		case openError:
-			return
 		case openIgnoreError:
 			d.emitData(b, end)
 			return
@@ -411,8 +417,6 @@ func (d *direction) onDataBufferedPartial(b []byte, end bool) {
 func (d *direction) sendStreamChunk() {
 	f := d.f
 	switch f.openStream() {
-	case openError:
-		return
 	case openIgnoreError:
 		d.continueIfNecessary()
 		return
@@ -458,8 +462,6 @@ func (d *direction) onTrailers(t *stream.Headers) {
 	if !bodyDelivered && ((d.hasBuffered && d.bodyMode == epv3.ProcessingMode_BUFFERED) ||
 		(len(d.queue) > 0 && d.bodyMode == epv3.ProcessingMode_BUFFERED_PARTIAL)) {
 		switch f.openStream() {
-		case openError:
-			return
 		case openIgnoreError:
 			d.continueIfNecessary()
 			return
@@ -483,8 +485,6 @@ func (d *direction) onTrailers(t *stream.Headers) {
 		return
 	}
 	switch f.openStream() {
-	case openError:
-		return
 	case openIgnoreError:
 		d.emitTrailers()
 		return

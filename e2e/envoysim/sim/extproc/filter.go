@@ -34,7 +34,6 @@ type Filter struct {
 	encOut   *stream.Queue[stream.Frame]
 
 	processingComplete    bool
-	sentImmediateResponse bool
 	replied               bool // this filter (or a later one) sent a local reply
 	protocolConfigEncoded bool
 
@@ -56,7 +55,7 @@ func New(cfg *Config, conn grpc.ClientConnInterface, cb stream.Callbacks, log *s
 	f := &Filter{
 		cfg:    cfg,
 		cb:     cb,
-		client: extprocv3.NewExternalProcessorClient(conn),
+		client: extprocv3.NewExternalProcessorClient(newLimitConn(conn, cfg.MaxReceiveMessageLength)),
 		log:    log,
 		events: make(chan grpcEvent),
 	}
@@ -100,10 +99,12 @@ func (f *Filter) Run(ctx context.Context, io stream.IO) {
 
 // onFrame dispatches the filter callbacks (decode*/encode* in ext_proc.cc).
 func (f *Filter) onFrame(d *direction, fr stream.Frame) {
-	if f.replied {
+	if f.replied && fr.Kind != stream.KindFlush {
 		return
 	}
 	switch fr.Kind {
+	case stream.KindFlush:
+		d.out.Push(fr)
 	case stream.KindLocalReply, stream.KindReset:
 		// Local replies from later filters bypass this filter (filter_manager.cc
 		// sendLocalReply; ext_proc does not see local replies since 1.34), and an
@@ -133,11 +134,11 @@ type openState int
 const (
 	openOK openState = iota
 	openIgnoreError
-	openError
 )
 
 // openStream imitates Filter::openStream: lazily opens one Process stream, with
-// grpc_service.initial_metadata and grpc_service.timeout.
+// grpc_service.initial_metadata and grpc_service.timeout; IgnoreError once processing
+// is complete. (Envoy's Error result needs a synchronous start failure, see below.)
 func (f *Filter) openStream() openState {
 	if f.processingComplete {
 		return openIgnoreError
@@ -156,20 +157,26 @@ func (f *Filter) openStream() openState {
 		ctx = metadata.NewOutgoingContext(ctx, f.cfg.InitialMetadata.Copy())
 	}
 	st, err := f.client.Process(ctx)
-	if err != nil {
-		cancel()
-		s := status.Convert(err)
-		f.onGrpcError(s.Code(), s.Message())
-		if f.sentImmediateResponse {
-			return openError
-		}
-		return openIgnoreError
-	}
 	f.grpcGen++
 	gen := f.grpcGen
-	f.grpcStream = st
 	f.grpcCancel = cancel
 	events := f.events
+	if err != nil {
+		// grpc-go fails at once when the processor is unreachable; Envoy's async client
+		// starts the stream and reports the connect failure later (onRemoteClose →
+		// onGrpcError), so the error arrives as an event here too. Envoy's synchronous
+		// start failure (openStream's "Stream failed while starting") needs a missing
+		// cluster or host, which envoysim rejects at load.
+		f.grpcStream = failedStream{}
+		f.cb.Go(func() {
+			select {
+			case events <- grpcEvent{gen: gen, err: err}:
+			case <-ctx.Done():
+			}
+		})
+		return openOK
+	}
+	f.grpcStream = st
 	f.cb.Go(func() {
 		for {
 			resp, err := st.Recv()
@@ -185,6 +192,14 @@ func (f *Filter) openStream() openState {
 	})
 	return openOK
 }
+
+// failedStream stands for a stream whose start failed: messages are dropped until
+// the failure is delivered.
+type failedStream struct {
+	extprocv3.ExternalProcessor_ProcessClient
+}
+
+func (failedStream) Send(*extprocv3.ProcessingRequest) error { return nil }
 
 // closeStream imitates Filter::closeStream. Envoy's default close resets the stream
 // (ExternalProcessorStreamImpl::close), so the server's Recv returns codes.Canceled.
@@ -461,9 +476,22 @@ func (f *Filter) handleErrorResponse(err error) {
 
 // sendImmediateResponse imitates Filter::sendImmediateResponse: status < 200 or unset
 // → 200; header mutations checked with the filter's mutation_rules; details have
-// whitespace replaced (StringUtil::replaceAllEmptySpace). From an upstream filter the
-// reply goes to the downstream stream and is final (never retried).
+// whitespace replaced (StringUtil::replaceAllEmptySpace); grpc_status passed on for
+// gRPC requests.
+//
+// In an upstream (cluster) filter it returns at once and counts
+// send_immediate_resp_upstream_ignored: this covers an ImmediateResponse from the
+// processor and every error reply of the filter itself (onMessageTimeout,
+// onGrpcError, the error branch of onReceiveMessage, all without
+// failure_mode_allow). The callers have already marked processing complete and
+// closed the gRPC stream; nothing resumes the held request or response, so the
+// client waits for a router timeout (per-try or route).
 func (f *Filter) sendImmediateResponse(ir *extprocv3.ImmediateResponse) {
+	if f.cb.IsUpstream() {
+		f.cb.Inc("ext_proc.send_immediate_resp_upstream_ignored")
+		f.log.Debug("Ignoring send immediate response when ext_proc filter is in upstream")
+		return
+	}
 	code := 200
 	if ir.GetStatus() != nil {
 		code = int(ir.GetStatus().GetCode())
@@ -471,12 +499,17 @@ func (f *Filter) sendImmediateResponse(ir *extprocv3.ImmediateResponse) {
 	if code < 200 {
 		code = 200
 	}
-	f.sentImmediateResponse = true
 	mut := ir.GetHeaders()
+	var grpcStatus *uint32
+	if ir.GetGrpcStatus() != nil {
+		v := ir.GetGrpcStatus().GetStatus()
+		grpcStatus = &v
+	}
 	reply := &stream.LocalReply{
-		Status:  code,
-		Body:    string(ir.GetBody()),
-		Details: strings.Join(strings.Fields(ir.GetDetails()), "_"),
+		Status:     code,
+		GrpcStatus: grpcStatus,
+		Body:       string(ir.GetBody()),
+		Details:    strings.Join(strings.Fields(ir.GetDetails()), "_"),
 		Mutate: func(h *stream.Headers) {
 			if mut == nil {
 				return

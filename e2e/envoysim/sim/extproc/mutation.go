@@ -12,13 +12,11 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim/stream"
 )
 
-// HCM header limits: common_http_protocol_options.max_headers_count (default 100) and
-// max_request_headers_kb (default 60), used by MutationUtils::responseHeaderSizeCheck
-// and headerMutationResultCheck.
-const (
-	maxHeadersCount = 100
-	maxHeadersBytes = 60 * 1024
-)
+// Header limits come from the header map (HeaderMap::maxHeadersCount/maxHeadersKb,
+// stream.Headers.Limits): the HCM's common_http_protocol_options.max_headers_count
+// (default 100) and max_request_headers_kb (default 60) for request headers, used by
+// MutationUtils::responseHeaderSizeCheck and headerMutationResultCheck.
+const maxHeadersCount = stream.DefaultMaxHeadersCount
 
 type checkOp int
 
@@ -133,12 +131,16 @@ func isValidValue(name, value string) bool {
 	return true
 }
 
-// headerNameIsValid imitates HeaderUtility::headerNameIsValid: an RFC 7230 token,
-// optionally with a leading ':' for pseudo-headers.
+// headerNameIsValid imitates HeaderUtility::headerNameIsValid
+// (source/common/http/header_utility.cc): every character a token character,
+// optionally after a leading ':' that must be followed by something. The loop over an
+// empty name finds nothing invalid, so "" is valid.
 func headerNameIsValid(n string) bool {
-	n = strings.TrimPrefix(n, ":")
-	if n == "" {
-		return false
+	if strings.HasPrefix(n, ":") {
+		n = n[1:]
+		if n == "" {
+			return false
+		}
 	}
 	for i := 0; i < len(n); i++ {
 		c := n[i]
@@ -184,11 +186,13 @@ func authorityIsValid(v string) bool {
 // flag is honoured (append_action is ignored by ext_proc, envoy#36982); content-length
 // sets are skipped when the body mode strips content-length.
 func applyHeaderMutations(m *extprocv3.HeaderMutation, h *stream.Headers, replacingMessage bool, c *checker, removeContentLength bool) error {
-	if len(m.GetRemoveHeaders()) > maxHeadersCount || len(m.GetSetHeaders()) > maxHeadersCount {
+	maxCount, maxBytes := h.Limits()
+	if len(m.GetRemoveHeaders()) > maxCount || len(m.GetSetHeaders()) > maxCount {
 		return envoyErrorf("Header mutation remove header count %d or set header count %d exceed the HCM header countlimit %d",
-			len(m.GetRemoveHeaders()), len(m.GetSetHeaders()), maxHeadersCount)
+			len(m.GetRemoveHeaders()), len(m.GetSetHeaders()), maxCount)
 	}
 	for _, name := range m.GetRemoveHeaders() {
+		// An empty name passes the name check and removes nothing (headers.remove("")).
 		if !headerNameIsValid(name) {
 			return envoyError("Invalid character in remove_headers mutation.")
 		}
@@ -207,18 +211,21 @@ func applyHeaderMutations(m *extprocv3.HeaderMutation, h *stream.Headers, replac
 		if hv == nil {
 			continue
 		}
+		name := strings.ToLower(hv.GetKey())
+		// Skipped before any other check (remove_content_length).
+		if removeContentLength && name == "content-length" {
+			continue
+		}
 		if hv.GetValue() != "" && len(hv.GetRawValue()) > 0 {
 			return envoyError("Only one of value or raw_value in the HeaderValue message should be set.")
 		}
 		// send_header_raw_value (default true since 1.27): only raw_value is read, so a
 		// mutation that only sets `value` writes an empty header (envoy#31555).
 		value := string(hv.GetRawValue())
-		if !headerNameIsValid(hv.GetKey()) || !headerValueIsValid(value) {
+		// Envoy accepts an empty key here and sets a header without a name; envoysim
+		// refuses it like an invalid one (README "Not modelled").
+		if hv.GetKey() == "" || !headerNameIsValid(hv.GetKey()) || !headerValueIsValid(value) {
 			return envoyError("Invalid character in set_headers mutation.")
-		}
-		name := strings.ToLower(hv.GetKey())
-		if removeContentLength && name == "content-length" {
-			continue
 		}
 		//lint:ignore SA1019 ext_proc honours only the deprecated append flag (envoy#36982)
 		appendMode := sh.GetAppend().GetValue()
@@ -244,9 +251,9 @@ func applyHeaderMutations(m *extprocv3.HeaderMutation, h *stream.Headers, replac
 		}
 	}
 	// headerMutationResultCheck.
-	if h.Len() > maxHeadersCount || h.ByteSize() > maxHeadersBytes {
+	if h.Len() > maxCount || h.ByteSize() > maxBytes {
 		return envoyErrorf("Header mutation causes end result header count %d or header size %d bytes, exceeding the count limit %d or the size limit %d kilobytes",
-			h.Len(), h.ByteSize(), maxHeadersCount, maxHeadersBytes/1024)
+			h.Len(), h.ByteSize(), maxCount, maxBytes/1024)
 	}
 	return nil
 }

@@ -21,6 +21,9 @@ type LocalReply struct {
 	Details string
 	// Flag is the Envoy response flag short name (UH, UF, URX, UT, NR, NC, ...), may be "".
 	Flag string
+	// GrpcStatus, when set, is the grpc-status of the reply to a gRPC request
+	// (ImmediateResponse.grpc_status); otherwise it is derived from Status.
+	GrpcStatus *uint32
 }
 
 // IO connects one filter to its neighbours. Decode frames flow client → upstream,
@@ -90,6 +93,9 @@ type Callbacks interface {
 	Go(fn func())
 	// Context is cancelled when the filter is destroyed.
 	Context() context.Context
+	// Inc increments the named counter (Envoy's filter stats, e.g.
+	// "ext_proc.send_immediate_resp_upstream_ignored").
+	Inc(counter string)
 }
 
 // Metadata is a concurrency-safe dynamic metadata store (StreamInfo::dynamicMetadata).

@@ -23,6 +23,14 @@ const (
 	// router sees the reset after whatever those filters had already passed on, and
 	// before anything they still hold (UpstreamRequest::onResetStream).
 	KindReset
+	// KindFlush travels the decode path of an upstream filter chain behind every frame
+	// pushed before it; filters forward it at once, ahead of anything they hold. The
+	// upstream codec sends it after a failed connect and reports the pool failure only
+	// when it comes back, so the upstream filters have run on everything the router
+	// passed them first: Envoy runs them synchronously in acceptHeadersFromRouter /
+	// acceptDataFromRouter, while onPoolFailure arrives in a later event
+	// (source/common/router/upstream_request.cc).
+	KindFlush
 )
 
 // Frame is one event of a direction of a stream.
@@ -43,6 +51,9 @@ type Reset struct {
 	Reason int
 	Detail string
 }
+
+// FlushFrame builds a flush marker (see KindFlush).
+func FlushFrame() Frame { return Frame{Kind: KindFlush} }
 
 // HeadersFrame builds a headers frame.
 func HeadersFrame(h *Headers, end bool) Frame { return Frame{Kind: KindHeaders, Headers: h, End: end} }

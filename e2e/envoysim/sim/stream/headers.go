@@ -22,6 +22,38 @@ type Header struct {
 type Headers struct {
 	mu      sync.Mutex
 	entries []Header
+	// maxCount and maxBytes are the limits the codec gave the map
+	// (HeaderMap::maxHeadersCount / maxHeadersKb); 0 = Envoy's defaults.
+	maxCount, maxBytes int
+}
+
+// Envoy's default header map limits: DEFAULT_MAX_HEADERS_COUNT and
+// DEFAULT_MAX_REQUEST_HEADERS_KB (source/common/http/header_map_impl.h, codes).
+const (
+	DefaultMaxHeadersCount = 100
+	DefaultMaxHeadersBytes = 60 * 1024
+)
+
+// SetLimits records the codec's limits for this map (the HCM's max_headers_count and
+// max_request_headers_kb for request headers).
+func (h *Headers) SetLimits(maxCount, maxBytes int) {
+	h.mu.Lock()
+	h.maxCount, h.maxBytes = maxCount, maxBytes
+	h.mu.Unlock()
+}
+
+// Limits returns the map's header count and byte limits.
+func (h *Headers) Limits() (maxCount, maxBytes int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	maxCount, maxBytes = h.maxCount, h.maxBytes
+	if maxCount == 0 {
+		maxCount = DefaultMaxHeadersCount
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxHeadersBytes
+	}
+	return maxCount, maxBytes
 }
 
 // NewHeaders builds a map from key/value pairs (keys are lower-cased).
@@ -163,7 +195,8 @@ func (h *Headers) ByteSize() int {
 
 // Clone returns an independent copy.
 func (h *Headers) Clone() *Headers {
-	return &Headers{entries: h.All()}
+	c, b := h.Limits()
+	return &Headers{entries: h.All(), maxCount: c, maxBytes: b}
 }
 
 // ReplaceWith makes h hold exactly the entries of src (used to restore a map in place,

@@ -6,7 +6,6 @@
 
 local AVAILABLE, COOLDOWN, HALFOPEN, PROBING = 0, 1, 2, 3
 local CAUSE_TRANSIENT, CAUSE_CONFIGURATION = 1, 2
-local HEALTH_BUCKETS = 10
 
 local function num(v)
   if not v or v == '' then return 0 end
@@ -34,19 +33,20 @@ end
 -- The state record of one deployment is ONE string, so a routing read is one GET (or one
 -- MGET for every candidate) and a single bulk reply per deployment. Fields, '|'-separated:
 --
---   m|rpm|tpm|lat|tp|inf|infx|health|open|cause|fails|ws|oa|ou|reo|pu|po
+--   m|rpm|tpm|lat|tp|inf|infx|health|open|cause|fails|ws|oa|ou|reo|pu|ca|po
 --
 --   m, rpm, tpm   the minute (Unix minutes) of the RPM/TPM counters, and the counters
 --   lat, tp       latency (s) and throughput (tokens/s) EWMAs, '' before the first sample
 --   inf, infx     in-flight summary: live entries of the inflight set and their earliest
 --                 expiry (µs), rewritten by every script that touches the set
---   health        ten ','-separated slots "minute:successes:failures", slot = minute mod 10
---   open … pu     the circuit (store.Circuit): open, cause, failures, window start, opened
---                 at, open until, reopens, probe until
+--   health        store.HealthBuckets ','-separated slots "minute:successes:failures",
+--                 slot = store.HealthSlot(minute) (finish.lua gets the count from Go)
+--   open … ca     the circuit (store.Circuit): open, cause, failures, window start, opened
+--                 at, open until, reopens, probe until, closed at
 --   po            the probe owner, last because it is free text (it may contain '|')
 --
 -- Integers use zstr ('' is 0). states.go parses the same format: keep the two in step.
-local STATE_SEPARATORS = 16
+local STATE_SEPARATORS = 17
 
 local function load_state(key)
   local v = redis.call('GET', key)
@@ -66,7 +66,8 @@ local function load_state(key)
     inf = num(f[6]), infx = num(f[7]), h = f[8] or '',
     c = {
       open = num(f[9]), cause = num(f[10]), fails = num(f[11]), ws = num(f[12]),
-      oa = num(f[13]), ou = num(f[14]), reo = num(f[15]), pu = num(f[16]), po = f[17] or '',
+      oa = num(f[13]), ou = num(f[14]), reo = num(f[15]), pu = num(f[16]), ca = num(f[17]),
+      po = f[18] or '',
     },
   }
 end
@@ -80,7 +81,7 @@ local function save_state(key, st, ttl)
   local v = table.concat({
     zstr(st.m), zstr(st.rpm), zstr(st.tpm), st.lat, st.tp, zstr(st.inf), zstr(st.infx), st.h,
     zstr(c.open), zstr(c.cause), zstr(c.fails), zstr(c.ws), zstr(c.oa), zstr(c.ou), zstr(c.reo),
-    zstr(c.pu), c.po,
+    zstr(c.pu), zstr(c.ca), c.po,
   }, '|')
   local left = redis.call('PTTL', key)
   if left > ttl then ttl = left end
@@ -95,6 +96,18 @@ local function circuit_state(c, now)
   return HALFOPEN
 end
 
+-- started_before is store.Circuit.StartedBefore: whether an attempt that started at
+-- `started` (0: unknown, never before) began before the circuit's last transition as of now
+-- (store.Circuit.LastTransition: the close, the opening, or the end of the cooldown).
+local function started_before(c, started, now)
+  if started == 0 then return false end
+  local last = c.ca
+  if c.open == 1 then
+    if now < c.ou then last = c.oa else last = c.ou end
+  end
+  return started < last
+end
+
 -- circuit_ttl is how long (ms) a circuit just written must be kept: past every stored
 -- timestamp that can still matter (cooldown end, probe end, failure window end) by `grace`,
 -- so an idle half-open circuit is forgotten (read as closed) only after a long silence.
@@ -103,7 +116,7 @@ local function circuit_ttl(c, now, window, grace)
 end
 
 local function circuit_reply(c)
-  return { c.open, c.cause, c.fails, c.ws, c.oa, c.ou, c.reo, c.po, c.pu }
+  return { c.open, c.cause, c.fails, c.ws, c.oa, c.ou, c.reo, c.po, c.pu, c.ca }
 end
 
 -- prune drops the in-flight entries that expired by now (an entry counts while now < its

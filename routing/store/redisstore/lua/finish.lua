@@ -14,17 +14,22 @@
 -- ARGV[12] throughput (tokens/s, '' when unknown)   ARGV[13] total tokens
 -- ARGV[14] dedupe TTL (µs)     ARGV[15] minute (Unix minutes)
 -- ARGV[16] circuit grace (µs)  ARGV[17] state TTL (ms)    ARGV[18] dedupe grace (µs)
+-- ARGV[19] attempt start (µs, 0 unknown)   ARGV[20] health buckets (store.HealthBuckets)
 --
--- Reply: { flags, open, cause, fails, ws, oa, ou, reo, po, pu } with flags bits
--- 1 counted, 2 opened, 4 reopened, 8 closed, 16 cleared, 32 quarantined.
+-- Reply: { flags, open, cause, fails, ws, oa, ou, reo, po, pu, ca } with flags bits
+-- 1 counted, 2 opened, 4 reopened, 8 closed, 16 cleared, 32 quarantined, 64 probe released.
 --
 -- Invariants kept (one script run is atomic across every replica):
 --   * at most one counted failure per logical request and deployment (the counted key holds
 --     the dedupe expiry, compared with `now`; its TTL is only garbage collection);
 --   * the circuit opens exactly once when the window's count first exceeds allowedFails;
 --   * an open circuit is never extended by a late failure: only the probe owner's failure
---     reopens it, with the exponential cooldown computed from the stored reopen count;
---   * only the probe owner's success closes a half-open circuit;
+--     reopens it, with the exponential cooldown computed from the stored reopen count and
+--     the cause that opened it, which a reopen keeps;
+--   * a failure of an attempt that started before the circuit's last transition (close,
+--     opening, end of cooldown) changes nothing of the circuit;
+--   * only the probe owner's success closes a half-open circuit; its ending without a
+--     verdict (neutral, throttle, quota) frees the probe;
 --   * the in-flight summary is recomputed from the set after the release and the prune.
 local K_STATE, K_INFLIGHT, K_COUNTED = KEYS[1], KEYS[2], KEYS[3]
 local attempt, req, now, effect = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -38,8 +43,10 @@ local s = {
 local jitter = tonumber(ARGV[10])
 local minute = tonumber(ARGV[15])
 local circuit_grace = tonumber(ARGV[16])
+local started = tonumber(ARGV[19])
+local health_buckets = tonumber(ARGV[20])
 
-local COUNTED, OPENED, REOPENED, CLOSED, CLEARED, QUARANTINED = 1, 2, 4, 8, 16, 32
+local COUNTED, OPENED, REOPENED, CLOSED, CLEARED, QUARANTINED, RELEASED = 1, 2, 4, 8, 16, 32, 64
 
 -- store.ReopenCooldown: base × 2^n × (1 + jitter/4), capped at MaxCooldown.
 local function reopen_cooldown(cause, n)
@@ -51,19 +58,19 @@ local function reopen_cooldown(cause, n)
   return math.floor(d)
 end
 
--- reopen: a failed probe (SPEC §5.4). The cooldown base is the cause that opened the
--- circuit, read before the cause becomes transient, as in store.reopen.
+-- reopen: a failed probe (SPEC §5.4), store.reopen. The cause that opened the circuit stays,
+-- and with it the cooldown base (a quarantine keeps configurationCooldown).
 local function reopen(c)
   c.reo = c.reo + 1
   c.oa = now
   c.ou = now + reopen_cooldown(c.cause, c.reo)
   c.po, c.pu = '', 0
-  c.cause = CAUSE_TRANSIENT
   return REOPENED, true
 end
 
 -- store.ApplyFailure. Returns flags and whether c changed.
 local function apply_failure(c, first)
+  if started_before(c, started, now) then return 0, false end
   local st = circuit_state(c, now)
   if st == COOLDOWN or st == PROBING then
     if st == PROBING and c.po == req then return reopen(c) end
@@ -85,6 +92,7 @@ local function apply_failure(c, first)
     c.oa, c.ou = now, now + s.cooldown
     c.reo = 0
     c.po, c.pu = '', 0
+    c.ca = 0
     flags = flags + OPENED
   end
   return flags, true
@@ -103,30 +111,42 @@ local function apply_success(c)
   if (st == HALFOPEN or st == PROBING) and c.po == req then
     c.open, c.cause, c.fails, c.ws, c.oa, c.ou, c.reo, c.pu = 0, 0, 0, 0, 0, 0, 0, 0
     c.po = ''
+    c.ca = now
     return CLOSED, true
   end
   return 0, false
 end
 
--- store.ApplyConfigurationFailure: quarantine at once, never shortening a longer cooldown.
+-- store.ApplyConfigurationFailure: quarantine at once, never shortening a longer cooldown,
+-- unless the attempt started before the circuit's last transition.
 local function apply_configuration(c)
-  if s.config_cooldown <= 0 then return 0, false end
+  if s.config_cooldown <= 0 or started_before(c, started, now) then return 0, false end
   local untl = now + s.config_cooldown
   if circuit_state(c, now) == COOLDOWN and c.ou > untl then return 0, false end
   c.open, c.cause = 1, CAUSE_CONFIGURATION
   c.oa, c.ou = now, untl
   c.fails, c.ws = 0, 0
   c.po, c.pu = '', 0
+  c.ca = 0
   return QUARANTINED, true
 end
 
--- Health is ten one-minute buckets (SPEC §3.5): slot minute % 10 of st.h holds
--- "minute:successes:failures" for the latest minute written there. A newer minute resets the
--- slot; a write for an older minute than the slot holds belongs outside the window and is
--- dropped.
+-- store.ReleaseProbe: the owner's attempt ended without a verdict; the probe is free.
+local function release_probe(c)
+  if circuit_state(c, now) == PROBING and c.po == req then
+    c.po, c.pu = '', 0
+    return RELEASED, true
+  end
+  return 0, false
+end
+
+-- Health is store.HealthBuckets one-minute buckets (SPEC §3.5): slot store.HealthSlot(minute)
+-- (minute mod the count, 1-based here) of st.h holds "minute:successes:failures" for the
+-- latest minute written there: store.HealthBucket.Record (a newer minute resets the slot; a
+-- write for an older minute than the slot holds belongs outside the window and is dropped).
 local function record_health(st, success)
   local slots, pos = {}, 1
-  for i = 1, HEALTH_BUCKETS do
+  for i = 1, health_buckets do
     local j = string.find(st.h, ',', pos, true)
     if j then
       slots[i] = string.sub(st.h, pos, j - 1)
@@ -136,7 +156,7 @@ local function record_health(st, success)
       pos = #st.h + 2
     end
   end
-  local i = minute % HEALTH_BUCKETS + 1
+  local i = minute % health_buckets + 1
   local successes, failures = 0, 0
   local m, hs, hf = string.match(slots[i], '^(-?%d+):(%d+):(%d+)$')
   if m then
@@ -187,6 +207,8 @@ elseif effect == 2 then -- transient
   dirty = true
 elseif effect == 5 then -- configuration
   flags, changed = apply_configuration(c)
+else -- neutral, throttle, quota: no verdict on a probe
+  flags, changed = release_probe(c)
 end
 
 if changed then

@@ -1,0 +1,5 @@
+//go:build !race
+
+package routing_test
+
+const raceEnabled = false
