@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // The attempt role is the upstream ext_proc filter of every deployment cluster (request
@@ -69,7 +70,7 @@ type attemptProcessor struct {
 	// started: StartAttempt ran, so FinishAttempt must run exactly once.
 	started, finished bool
 	attemptID         string
-	sentAt            time.Time
+	startedAt, sentAt time.Time
 	unified           bool
 	transport         failure.Transport // what the trampoline attempt knows of the failure
 
@@ -150,6 +151,7 @@ func (p *attemptProcessor) onRequestHeaders(ctx context.Context, m *extprocv3.Pr
 	} else if !p.trampoline {
 		p.attemptID = p.state.GetCurrent().GetAttemptId()
 		deadline := time.Unix(0, p.state.GetDeadlineUnixNano())
+		p.startedAt = p.s.router.Now()
 		if err := p.s.router.StartAttempt(ctx, p.dep, p.attemptID, deadline); err != nil {
 			p.s.log.Warn("recording the attempt start failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
 		}
@@ -400,18 +402,25 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 		}
 		return p.stream.Send(streamedBody(body, endOfStream))
 	}
-	p.finish(routing.Result{Classification: c, Latency: latency})
-	a := routing.Attempt{Deployment: p.state.GetCurrent().GetDeploymentId(), Model: p.state.GetCurrent().GetModel(),
-		Class: c.Class, Kind: c.Kind, Quota: c.Quota, Status: c.Status, RetryAfter: c.RetryAfter, Latency: latency,
-		Type: c.Type, Code: c.Code, Message: c.Message}
-	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", a.Deployment, "status", p.status,
-		"class", c.Class.String(), "kind", string(c.Kind), "retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds())
-	return p.redirect(&a, hadBody)
+	t := p.finish(routing.Result{Classification: c, Latency: latency})
+	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", p.state.GetCurrent().GetDeploymentId(),
+		"model", p.state.GetCurrent().GetModel(), "status", p.status, "class", c.Class.String(), "kind", string(c.Kind),
+		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t),
+		"time_left_ms", time.Unix(0, p.state.GetDeadlineUnixNano()).Sub(now).Milliseconds())
+	return p.redirect(c, latency, hadBody)
 }
 
-// redirect records a and sends the 307 that re-enters the route role.
-func (p *attemptProcessor) redirect(a *routing.Attempt, hadBody bool) error {
-	finishAttempt(p.state, a)
+// redirect records the attempt's outcome in the state and sends the 307 that re-enters the
+// route role.
+func (p *attemptProcessor) redirect(c failure.Classification, latency time.Duration, hadBody bool) error {
+	dep := p.dep
+	if dep == nil {
+		// No configured deployment to blame (a broken attempt): the record names the state's.
+		dep = &config.Deployment{ID: p.state.GetCurrent().GetDeploymentId(), PublicModel: p.state.GetCurrent().GetModel()}
+	}
+	if err := recordAttempt(p.state, dep, c, latency); err != nil {
+		return fmt.Errorf("recording the attempt in the state: %w", err)
+	}
 	sealed, err := p.s.sealer.Seal(p.state)
 	if err != nil {
 		return fmt.Errorf("sealing the attempt state: %w", err)
@@ -436,15 +445,35 @@ func (p *attemptProcessor) finishSuccess(completion, total int64) {
 }
 
 // finish records the attempt's outcome once.
-func (p *attemptProcessor) finish(res routing.Result) {
+func (p *attemptProcessor) finish(res routing.Result) store.Transition {
 	if !p.started || p.finished {
-		return
+		return store.Transition{}
 	}
 	p.finished = true
-	if _, err := p.s.router.FinishAttempt(context.Background(), &p.req, p.dep, p.attemptID, res); err != nil {
+	res.Started = p.startedAt
+	t, err := p.s.router.FinishAttempt(context.Background(), &p.req, p.dep, p.attemptID, res)
+	if err != nil {
 		p.s.log.Warn("recording the attempt outcome failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
 	}
-	p.s.metric.attemptFinished(p.dep, p.req.Model, res)
+	p.s.metric.attemptFinished(p.dep, p.req.Model, res, t)
+	return t
+}
+
+// transitionName names what an outcome did to the circuits, for the route reason (SPEC §10.2).
+func transitionName(t store.Transition) string {
+	switch {
+	case t.Quarantined:
+		return "quarantined"
+	case t.Opened:
+		return "opened"
+	case t.Reopened:
+		return "reopened"
+	case t.Closed:
+		return "closed"
+	case t.CapacityOpened:
+		return "rate_limited"
+	}
+	return "unchanged"
 }
 
 // release ends an attempt that ended without a verdict: Envoy cancelled the stream (client

@@ -116,6 +116,9 @@ func beginAttempt(st *statev1.State, d *routing.Decision, attemptID string, now 
 		FallbackReason: statev1.FallbackReason(d.Reason) + 1,
 		FallbackHop:    hop,
 		Probe:          d.Probe,
+		Pick:           d.Pick.String(),
+		AllOpenTry:     d.AllOpenTry,
+		ReasonFrom:     d.ReasonFrom,
 	}
 }
 
@@ -130,6 +133,27 @@ func finishAttempt(st *statev1.State, a *routing.Attempt) {
 // chosenAs copies how the router chose the attempt under way onto its record.
 func chosenAs(a *statev1.Attempt, c *statev1.Current) {
 	a.Move, a.FallbackReason, a.FallbackHop, a.Probe = c.GetMove(), c.GetFallbackReason(), c.GetFallbackHop(), c.GetProbe()
+	a.Pick, a.AllOpenTry = c.GetPick(), c.GetAllOpenTry()
+}
+
+// recordAttempt ends the attempt under way in st with its outcome, through
+// routing.History.Record (the one way a History grows, so the fallback reason and the model
+// that chose it stay with the request). dep is the deployment the attempt ran on.
+func recordAttempt(st *statev1.State, dep *config.Deployment, c failure.Classification, latency time.Duration) error {
+	h, err := historyOf(st)
+	if err != nil {
+		return err
+	}
+	cur := st.GetCurrent()
+	reason, err := reasonOf(cur.GetFallbackReason())
+	if err != nil {
+		return err
+	}
+	d := routing.Decision{Action: routing.ActionAttempt, Deployment: dep, Model: cur.GetModel(), Reason: reason, ReasonFrom: cur.GetReasonFrom()}
+	h.Record(&d, c, latency)
+	putHistory(st, h)
+	st.Current = nil
+	return nil
 }
 
 func attemptProto(a *routing.Attempt) *statev1.Attempt {

@@ -9,6 +9,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // Metrics are the data plane's Prometheus metrics. Names and labels follow the OpenTelemetry
@@ -22,6 +23,7 @@ type Metrics struct {
 	messages     *prometheus.HistogramVec
 	stateRejects *prometheus.CounterVec
 	moves        *prometheus.CounterVec
+	circuits     *prometheus.CounterVec
 }
 
 // NewMetrics registers the data plane's metrics with reg.
@@ -58,8 +60,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_moves_total",
 			Help: "Attempts scheduled by move (first, failover, retry, fallback).",
 		}, []string{"gen_ai_request_model", "move"}),
+		circuits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_circuit_transitions_total",
+			Help: "Circuit transitions caused by attempt outcomes (opened, reopened, closed, quarantined, rate_limited).",
+		}, []string{"switchyard_deployment", "transition"}),
 	}
-	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves)
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits)
 	return m
 }
 
@@ -73,9 +79,12 @@ func errorType(c failure.Classification) string {
 	return c.Class.String()
 }
 
-func (m *Metrics) attemptFinished(d *config.Deployment, model string, res routing.Result) {
+func (m *Metrics) attemptFinished(d *config.Deployment, model string, res routing.Result, t store.Transition) {
 	if m == nil || d == nil {
 		return
+	}
+	if name := transitionName(t); name != "unchanged" {
+		m.circuits.WithLabelValues(d.ID, name).Inc()
 	}
 	et := errorType(res.Classification)
 	if res.Classification.Class == failure.ClassGateway && res.Classification.Status == 499 {

@@ -54,17 +54,21 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	now := s.clock.Now()
 	c := failure.Classify(failure.Outcome{Provider: dep.Provider, Transport: transport}, now)
 	latency := now.Sub(time.Unix(0, cur.GetStartUnixNano()))
-	res := routing.Result{Classification: c, Latency: latency}
+	res := routing.Result{Classification: c, Latency: latency, Started: time.Unix(0, cur.GetStartUnixNano())}
 	// A detached context: the bookkeeping must happen even if Envoy gave up on this attempt.
-	if _, err := s.router.FinishAttempt(context.WithoutCancel(r.Context()), &req, dep, cur.GetAttemptId(), res); err != nil {
+	t, err := s.router.FinishAttempt(context.WithoutCancel(r.Context()), &req, dep, cur.GetAttemptId(), res)
+	if err != nil {
 		s.log.Warn("trampoline: recording the transport failure failed", "request", requestID, "deployment", dep.ID, "err", err)
 	}
-	s.metric.attemptFinished(dep, req.Model, res)
-	a := routing.Attempt{Deployment: dep.ID, Model: cur.GetModel(), Class: c.Class, Kind: c.Kind, Status: c.Status,
-		Latency: latency, Message: c.Message}
-	s.log.Info("attempt failed", "request", requestID, "deployment", dep.ID, "class", c.Class.String(),
-		"kind", string(c.Kind), "latency_ms", latency.Milliseconds(), "via", "trampoline")
-	finishAttempt(st, &a)
+	s.metric.attemptFinished(dep, req.Model, res, t)
+	s.log.Info("attempt failed", "request", requestID, "deployment", dep.ID, "model", cur.GetModel(), "class", c.Class.String(),
+		"kind", string(c.Kind), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t), "via", "trampoline",
+		"time_left_ms", time.Unix(0, st.GetDeadlineUnixNano()).Sub(now).Milliseconds())
+	if err := recordAttempt(st, dep, c, latency); err != nil {
+		s.log.Error("trampoline: recording the attempt in the state failed", "request", requestID, "err", err)
+		http.Error(w, "switchyard trampoline: internal error", http.StatusBadGateway)
+		return
+	}
 	sealed, err := s.sealer.Seal(st)
 	if err != nil {
 		s.log.Error("trampoline: sealing the attempt state failed", "request", requestID, "err", err)

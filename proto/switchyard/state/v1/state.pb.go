@@ -570,7 +570,11 @@ type Attempt struct {
 	// 0 for the requested model, n for the n-th fallback model this request moved to.
 	FallbackHop uint32 `protobuf:"varint,14,opt,name=fallback_hop,json=fallbackHop" json:"fallback_hop,omitempty"`
 	// The attempt owned its deployment's half-open probe (SPEC §5.4).
-	Probe         bool `protobuf:"varint,15,opt,name=probe" json:"probe,omitempty"`
+	Probe bool `protobuf:"varint,15,opt,name=probe" json:"probe,omitempty"`
+	// How the deployment was picked (routing.Pick: single, strategy, weighted_fallback) and
+	// whether whenAllOpen "try" ignored open circuits (SPEC §10.1).
+	Pick          string `protobuf:"bytes,16,opt,name=pick" json:"pick,omitempty"`
+	AllOpenTry    bool   `protobuf:"varint,17,opt,name=all_open_try,json=allOpenTry" json:"all_open_try,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -710,6 +714,20 @@ func (x *Attempt) GetProbe() bool {
 	return false
 }
 
+func (x *Attempt) GetPick() string {
+	if x != nil {
+		return x.Pick
+	}
+	return ""
+}
+
+func (x *Attempt) GetAllOpenTry() bool {
+	if x != nil {
+		return x.AllOpenTry
+	}
+	return false
+}
+
 // Skip is a deployment (or, with an empty deployment id, a whole model) passed over because
 // it cannot keep the request's contract (SPEC §9.2).
 type Skip struct {
@@ -842,8 +860,13 @@ type Current struct {
 	FallbackReason FallbackReason `protobuf:"varint,6,opt,name=fallback_reason,json=fallbackReason,enum=switchyard.state.v1.FallbackReason" json:"fallback_reason,omitempty"`
 	FallbackHop    uint32         `protobuf:"varint,7,opt,name=fallback_hop,json=fallbackHop" json:"fallback_hop,omitempty"`
 	Probe          bool           `protobuf:"varint,8,opt,name=probe" json:"probe,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	Pick           string         `protobuf:"bytes,9,opt,name=pick" json:"pick,omitempty"`
+	AllOpenTry     bool           `protobuf:"varint,10,opt,name=all_open_try,json=allOpenTry" json:"all_open_try,omitempty"`
+	// The model whose refusal chose a context-window or content-policy chain
+	// (routing.Decision.ReasonFrom), kept with the attempt so recording it keeps the chain.
+	ReasonFrom    string `protobuf:"bytes,11,opt,name=reason_from,json=reasonFrom" json:"reason_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Current) Reset() {
@@ -932,6 +955,27 @@ func (x *Current) GetProbe() bool {
 	return false
 }
 
+func (x *Current) GetPick() string {
+	if x != nil {
+		return x.Pick
+	}
+	return ""
+}
+
+func (x *Current) GetAllOpenTry() bool {
+	if x != nil {
+		return x.AllOpenTry
+	}
+	return false
+}
+
+func (x *Current) GetReasonFrom() string {
+	if x != nil {
+		return x.ReasonFrom
+	}
+	return ""
+}
+
 var File_switchyard_state_v1_state_proto protoreflect.FileDescriptor
 
 const file_switchyard_state_v1_state_proto_rawDesc = "" +
@@ -954,7 +998,7 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"reasonFrom\x12B\n" +
 	"\x0eclient_headers\x18\f \x03(\v2\x1b.switchyard.state.v1.HeaderR\rclientHeaders\x126\n" +
 	"\acurrent\x18\r \x01(\v2\x1c.switchyard.state.v1.CurrentR\acurrent\x12\x1c\n" +
-	"\tredirects\x18\x0e \x01(\rR\tredirects\"\x97\x04\n" +
+	"\tredirects\x18\x0e \x01(\rR\tredirects\"\xcd\x04\n" +
 	"\aAttempt\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +
@@ -973,14 +1017,17 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"\x04move\x18\f \x01(\x0e2\x19.switchyard.state.v1.MoveR\x04move\x12L\n" +
 	"\x0ffallback_reason\x18\r \x01(\x0e2#.switchyard.state.v1.FallbackReasonR\x0efallbackReason\x12!\n" +
 	"\ffallback_hop\x18\x0e \x01(\rR\vfallbackHop\x12\x14\n" +
-	"\x05probe\x18\x0f \x01(\bR\x05probe\"Y\n" +
+	"\x05probe\x18\x0f \x01(\bR\x05probe\x12\x12\n" +
+	"\x04pick\x18\x10 \x01(\tR\x04pick\x12 \n" +
+	"\fall_open_try\x18\x11 \x01(\bR\n" +
+	"allOpenTry\"Y\n" +
 	"\x04Skip\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"9\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
-	"\x05value\x18\x02 \x01(\fB\x05\xaa\x01\x02\b\x01R\x05value\"\xc1\x02\n" +
+	"\x05value\x18\x02 \x01(\fB\x05\xaa\x01\x02\b\x01R\x05value\"\x98\x03\n" +
 	"\aCurrent\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1d\n" +
@@ -990,7 +1037,13 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"\x04move\x18\x05 \x01(\x0e2\x19.switchyard.state.v1.MoveR\x04move\x12L\n" +
 	"\x0ffallback_reason\x18\x06 \x01(\x0e2#.switchyard.state.v1.FallbackReasonR\x0efallbackReason\x12!\n" +
 	"\ffallback_hop\x18\a \x01(\rR\vfallbackHop\x12\x14\n" +
-	"\x05probe\x18\b \x01(\bR\x05probe*\xc8\x01\n" +
+	"\x05probe\x18\b \x01(\bR\x05probe\x12\x12\n" +
+	"\x04pick\x18\t \x01(\tR\x04pick\x12 \n" +
+	"\fall_open_try\x18\n" +
+	" \x01(\bR\n" +
+	"allOpenTry\x12\x1f\n" +
+	"\vreason_from\x18\v \x01(\tR\n" +
+	"reasonFrom*\xc8\x01\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eOPERATION_TEXT\x10\x01\x12\x14\n" +
