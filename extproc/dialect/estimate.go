@@ -65,14 +65,28 @@ func (w *walker) parts(arr gjson.Result, depth int) {
 		if !el.IsObject() {
 			return true
 		}
-		if m := w.mediaKind(el.Get("type").Str); m != 0 {
+		// One pass over the element's keys (three Gets would scan it three times).
+		var typ string
+		var nested [2]gjson.Result
+		el.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				typ = v.Str
+			case "content":
+				nested[0] = v
+			case "output":
+				nested[1] = v
+			}
+			return true
+		})
+		if m := w.mediaKind(typ); m != 0 {
 			w.modalities |= m
 			w.media++
 			w.text -= len(el.Raw)
 			return true
 		}
-		for _, nested := range [...]string{"content", "output"} {
-			if c := el.Get(nested); c.IsArray() {
+		for _, c := range nested {
+			if c.IsArray() {
 				w.parts(c, depth+1)
 			}
 		}

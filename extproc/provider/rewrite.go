@@ -5,6 +5,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -102,7 +103,10 @@ func (up *Upstream) Rewrite(in Input) (Rewrite, error) {
 // it).
 func (up *Upstream) body(in Input) ([]byte, error) {
 	var out []byte
-	if gjson.GetBytes(in.Body, "model").Str != up.model {
+	// gjson.GetBytes copies what it finds; a view of the body does not (nothing read here
+	// outlives the call).
+	client := unsafe.String(unsafe.SliceData(in.Body), len(in.Body))
+	if gjson.Get(client, "model").Str != up.model {
 		b, err := sjson.SetBytes(in.Body, "model", up.model)
 		if err != nil {
 			return nil, fmt.Errorf("rewriting model: %w", err)
@@ -110,7 +114,7 @@ func (up *Upstream) body(in Input) ([]byte, error) {
 		out = b
 	}
 	if in.IncludeUsage && in.Stream && in.Dialect == dialect.Chat && up.acceptsStreamUsage() &&
-		gjson.GetBytes(in.Body, "stream_options.include_usage").Type != gjson.True {
+		gjson.Get(client, "stream_options.include_usage").Type != gjson.True {
 		src := out
 		if src == nil {
 			src = in.Body
