@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -51,9 +53,32 @@ func (w *walker) prompt(v gjson.Result) {
 		return
 	}
 	w.text += len(v.Raw)
-	if v.IsArray() {
+	if v.IsArray() && w.mayHoldMedia(v.Raw) {
 		w.parts(v, 0)
 	}
+}
+
+// mayHoldMedia reports whether raw contains one of the dialect's media part types as a
+// JSON string token. A substring search is several times cheaper than walking every
+// message, and most prompts are text only. A type name written with \u escapes is not
+// seen; such a request only loses its modality check, and the provider refuses what it
+// cannot read.
+func (w *walker) mayHoldMedia(raw string) bool {
+	var types []string
+	switch w.dialect {
+	case Chat:
+		types = []string{`"image_url"`, `"input_audio"`, `"file"`}
+	case Responses:
+		types = []string{`"input_image"`, `"input_file"`, `"input_audio"`}
+	case Messages:
+		types = []string{`"image"`, `"document"`}
+	}
+	for _, t := range types {
+		if strings.Contains(raw, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // parts walks an array of messages, items, content parts or blocks.
