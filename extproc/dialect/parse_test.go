@@ -76,7 +76,7 @@ func TestParse(t *testing.T) {
 			`{"model":"m","messages":` + chatMedia + `}`,
 			want{model: "m", req: routing.Facts{Modalities: config.ModalityImage | config.ModalityAudio,
 				PromptTokens: tok(len(chatMedia)-len(imgPart)-len(audioPart)) + 2*media}}},
-		{"chat stream false, null fields", dialect.Chat, `{"model":"m","stream":false,"max_tokens":null,"stream":null}`,
+		{"chat stream false, null fields", dialect.Chat, `{"model":"m","stream":false,"max_tokens":null,"stream_options":null}`,
 			want{model: "m"}},
 		{"chat ignores responses/anthropic fields", dialect.Chat,
 			`{"model":"m","max_output_tokens":9,"text":{"format":{"type":"json_schema"}},"input":"xxxxxxxx","system":"yyyy"}`,
@@ -154,6 +154,9 @@ func TestParseErrors(t *testing.T) {
 		{"fractional max_output_tokens", dialect.Responses, `{"model":"m","max_output_tokens":1.5}`, 400, dialect.CodeInvalidRequest, "max_output_tokens"},
 		{"string max_completion_tokens", dialect.Chat, `{"model":"m","max_completion_tokens":"9"}`, 400, dialect.CodeInvalidRequest, "max_completion_tokens"},
 		{"over the limit", dialect.Chat, long, 413, dialect.CodeRequestTooLarge, ""},
+		{"duplicate model", dialect.Chat, `{"model":"cheap","model":"dear"}`, 400, dialect.CodeInvalidRequest, "model"},
+		{"duplicate stream", dialect.Messages, `{"model":"c","stream":false,"stream":true}`, 400, dialect.CodeInvalidRequest, "stream"},
+		{"duplicate escaped key", dialect.Responses, `{"model":"a","mod\u0065l":"b"}`, 400, dialect.CodeInvalidRequest, "model"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := dialect.Parser{MaxBodyBytes: 100}.Parse(tc.d, []byte(tc.body))

@@ -49,8 +49,11 @@ type Rewrite struct {
 	Remove                  []string
 	// Body is the rewritten body, nil when the client's body goes unchanged.
 	Body []byte
-	// ContentLength is the length of the body sent (Body, or the client's); when Body is
-	// set, Set carries it as content-length.
+	// ContentLength is the length of the body sent (Body, or the client's). When Body is
+	// set, Set carries it as content-length: in BUFFERED mode Envoy applies the body
+	// response's header mutation first and then rejects a body whose length differs from a
+	// kept content-length (ProcessorState::handleBufferedBodyCallback, as envoysim's
+	// handleBufferedBody imitates it).
 	ContentLength int
 }
 
