@@ -95,9 +95,11 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 			if promptField(d, key.Str) {
 				w.prompt(v)
 			}
-		case "tools", "functions":
-			hasTools = hasTools || nonEmptyArray(v)
-			w.text += len(v.Raw)
+		case "tools", "functions": // functions: Chat's legacy tools
+			if d != Embeddings && (key.Str == "tools" || d == Chat) {
+				hasTools = hasTools || nonEmptyArray(v)
+				w.text += len(v.Raw)
+			}
 		case "parallel_tool_calls":
 			if d == Chat || d == Responses {
 				parallel = v
@@ -133,7 +135,7 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 				return false
 			}
 			// max_completion_tokens supersedes the deprecated max_tokens (wire-formats §1.1).
-			if key.Str == "max_completion_tokens" || r.Facts.MaxOutputTokens == 0 {
+			if (key.Str == "max_completion_tokens" && v.Type != gjson.Null) || r.Facts.MaxOutputTokens == 0 {
 				r.Facts.MaxOutputTokens = n
 			}
 		}

@@ -120,6 +120,7 @@ func TestRewriteAcceptedByFakeProvider(t *testing.T) {
 			client.Set("Content-Type", "application/json")
 			client.Set("X-Switchyard-State", "sealed-state")
 			client.Set("X-Unified-Routing-Metadata", "true")
+			client.Set("OpenAI-Organization", "org-client")
 			if tc.d == dialect.Messages {
 				client.Set("Anthropic-Version", "2023-06-01")
 			}
@@ -159,6 +160,9 @@ func TestRewriteAcceptedByFakeProvider(t *testing.T) {
 						t.Errorf("provider saw the client's key in %s", name)
 					}
 				}
+			}
+			if v := r.Header.Get("OpenAI-Organization"); v != "" {
+				t.Errorf("provider saw the client's organization %q", v)
 			}
 			if tc.stream && !r.Get("stream_options.include_usage").Bool() {
 				t.Errorf("stream usage not asked: %s", r.Body)

@@ -135,15 +135,15 @@ func TestRewriteHeaders(t *testing.T) {
 	}{
 		{"openai", dep(failure.ProviderOpenAI, "https://api.openai.com", "m", "sk-prov", ""), dialect.Chat, "2023-06-01",
 			[]hdr{{Name: "authorization", Value: "Bearer sk-prov"}},
-			[]string{"proxy-authorization", "api-key", "x-api-key", "anthropic-version", "anthropic-beta", "x-unified-routing-metadata", "x-switchyard-state", "x-switchyard-cluster"}, nil},
+			[]string{"proxy-authorization", "api-key", "x-api-key", "anthropic-version", "anthropic-beta", "openai-organization", "openai-project", "x-unified-routing-metadata", "x-switchyard-state", "x-switchyard-cluster"}, nil},
 		{"compatible without key sets nothing, removes the client's", dep(failure.ProviderOpenAICompatible, "http://h:1/v1", "m", "", ""), dialect.Chat, "",
 			[]hdr{}, nil, []string{"authorization", "x-api-key", "api-key", "x-switchyard-state"}},
 		{"azure", dep(failure.ProviderAzureOpenAI, "https://r.openai.azure.com", "m", "az-prov", "2024-10-21"), dialect.Embeddings, "",
 			[]hdr{{Name: "api-key", Value: "az-prov"}},
-			[]string{"authorization", "proxy-authorization", "x-api-key", "anthropic-version", "anthropic-beta", "x-unified-routing-metadata", "x-switchyard-state", "x-switchyard-cluster"}, nil},
+			[]string{"authorization", "proxy-authorization", "x-api-key", "anthropic-version", "anthropic-beta", "openai-organization", "openai-project", "x-unified-routing-metadata", "x-switchyard-state", "x-switchyard-cluster"}, nil},
 		{"anthropic default version", dep(failure.ProviderAnthropic, "https://api.anthropic.com", "m", "ant-prov", ""), dialect.Messages, "",
 			[]hdr{{Name: "x-api-key", Value: "ant-prov"}, {Name: "anthropic-version", Value: "2023-06-01"}},
-			[]string{"authorization", "proxy-authorization", "api-key", "x-unified-routing-metadata", "x-switchyard-state", "x-switchyard-cluster"}, nil},
+			[]string{"authorization", "proxy-authorization", "api-key", "openai-organization", "openai-project", "x-unified-routing-metadata", "x-switchyard-state", "x-switchyard-cluster"}, nil},
 		{"anthropic keeps the client's version", dep(failure.ProviderAnthropic, "https://api.anthropic.com", "m", "ant-prov", ""), dialect.Messages, "2026-10-21",
 			[]hdr{{Name: "x-api-key", Value: "ant-prov"}, {Name: "anthropic-version", Value: "2026-10-21"}}, nil, []string{"authorization"}},
 	} {

@@ -126,6 +126,10 @@ func Compile(d *config.Deployment) (*Upstream, error) {
 	if d.Provider != failure.ProviderAnthropic {
 		up.remove = append(up.remove, "anthropic-version", "anthropic-beta")
 	}
+	// The client's OpenAI account scoping (openai-go option.WithOrganization/WithProject)
+	// names its account, not the deployment's: OpenAI refuses a key with another
+	// organization's header.
+	up.remove = append(up.remove, "openai-organization", "openai-project")
 	up.remove = append(up.remove, HeaderUnifiedRouting)
 	return up, nil
 }
