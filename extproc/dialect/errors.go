@@ -81,6 +81,12 @@ func invalidField(f Family, param, want string) *Error {
 		Message: "Invalid value for `" + param + "`: expected " + want + "."}
 }
 
+// duplicateField is the 400 for a top-level key given twice.
+func duplicateField(f Family, param string) *Error {
+	return &Error{Family: f, Status: http.StatusBadRequest, Code: CodeInvalidRequest, Param: param,
+		Message: "Duplicate key `" + param + "` in the request body."}
+}
+
 // FromStop is the client's answer for a stopped request (SPEC §7.4–§7.5). An upstream error
 // keeps the provider's status, type, code and sanitised message; switchyard's own stops keep
 // their code, with the type derived for the family.
@@ -93,4 +99,10 @@ func FromStop(f Family, s *routing.StopError) *Error {
 		e.Status = http.StatusInternalServerError
 	}
 	return e
+}
+
+// RenderStop is the complete client answer for a stopped request in family f:
+// FromStop(f, s).Render(requestID).
+func RenderStop(f Family, s *routing.StopError, requestID string) Response {
+	return FromStop(f, s).Render(requestID)
 }

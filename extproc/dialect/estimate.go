@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -51,9 +53,32 @@ func (w *walker) prompt(v gjson.Result) {
 		return
 	}
 	w.text += len(v.Raw)
-	if v.IsArray() {
+	if v.IsArray() && w.mayHoldMedia(v.Raw) {
 		w.parts(v, 0)
 	}
+}
+
+// mayHoldMedia reports whether raw contains one of the dialect's media part types as a
+// JSON string token. A substring search is several times cheaper than walking every
+// message, and most prompts are text only. A type name written with \u escapes is not
+// seen; such a request only loses its modality check, and the provider refuses what it
+// cannot read.
+func (w *walker) mayHoldMedia(raw string) bool {
+	var types []string
+	switch w.dialect {
+	case Chat:
+		types = []string{`"image_url"`, `"input_audio"`, `"file"`}
+	case Responses:
+		types = []string{`"input_image"`, `"input_file"`, `"input_audio"`}
+	case Messages:
+		types = []string{`"image"`, `"document"`}
+	}
+	for _, t := range types {
+		if strings.Contains(raw, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // parts walks an array of messages, items, content parts or blocks.
@@ -65,14 +90,28 @@ func (w *walker) parts(arr gjson.Result, depth int) {
 		if !el.IsObject() {
 			return true
 		}
-		if m := w.mediaKind(el.Get("type").Str); m != 0 {
+		// One pass over the element's keys (three Gets would scan it three times).
+		var typ string
+		var nested [2]gjson.Result
+		el.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				typ = v.Str
+			case "content":
+				nested[0] = v
+			case "output":
+				nested[1] = v
+			}
+			return true
+		})
+		if m := w.mediaKind(typ); m != 0 {
 			w.modalities |= m
 			w.media++
 			w.text -= len(el.Raw)
 			return true
 		}
-		for _, nested := range [...]string{"content", "output"} {
-			if c := el.Get(nested); c.IsArray() {
+		for _, c := range nested {
+			if c.IsArray() {
 				w.parts(c, depth+1)
 			}
 		}

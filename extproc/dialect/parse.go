@@ -72,7 +72,18 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 	// gjson.GetBytes reads a []byte the same way (unsafe string over the bytes). Every
 	// string kept past this call is cloned (the model), so the caller's buffer stays theirs.
 	json := unsafe.String(unsafe.SliceData(body), len(body))
+	var seen uint32
 	gjson.Parse(json).ForEach(func(key, v gjson.Result) bool {
+		// JSON decoders keep the last of duplicate keys (Go, Python) and gjson the first:
+		// {"model":"cheap","model":"dear"} would be routed as one model and served as the
+		// other.
+		if bit := routingKey(key.Str); bit != 0 {
+			if seen&bit != 0 {
+				bad = duplicateField(f, key.Str)
+				return false
+			}
+			seen |= bit
+		}
 		switch key.Str {
 		case "model":
 			model = v
@@ -84,9 +95,11 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 			if promptField(d, key.Str) {
 				w.prompt(v)
 			}
-		case "tools", "functions":
-			hasTools = hasTools || nonEmptyArray(v)
-			w.text += len(v.Raw)
+		case "tools", "functions": // functions: Chat's legacy tools
+			if d != Embeddings && (key.Str == "tools" || d == Chat) {
+				hasTools = hasTools || nonEmptyArray(v)
+				w.text += len(v.Raw)
+			}
 		case "parallel_tool_calls":
 			if d == Chat || d == Responses {
 				parallel = v
@@ -122,7 +135,7 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 				return false
 			}
 			// max_completion_tokens supersedes the deprecated max_tokens (wire-formats §1.1).
-			if key.Str == "max_completion_tokens" || r.Facts.MaxOutputTokens == 0 {
+			if (key.Str == "max_completion_tokens" && v.Type != gjson.Null) || r.Facts.MaxOutputTokens == 0 {
 				r.Facts.MaxOutputTokens = n
 			}
 		}
@@ -157,6 +170,49 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 	r.Facts.Modalities = w.modalities
 	r.Facts.PromptTokens = w.tokens()
 	return r, nil
+}
+
+// routingKey is the bit of a top-level key Parse reads (in any dialect), 0 for others.
+func routingKey(key string) uint32 {
+	switch key {
+	case "model":
+		return 1 << 0
+	case "stream":
+		return 1 << 1
+	case "stream_options":
+		return 1 << 2
+	case "messages":
+		return 1 << 3
+	case "input":
+		return 1 << 4
+	case "system":
+		return 1 << 5
+	case "instructions":
+		return 1 << 6
+	case "tools":
+		return 1 << 7
+	case "functions":
+		return 1 << 8
+	case "parallel_tool_calls":
+		return 1 << 9
+	case "tool_choice":
+		return 1 << 10
+	case "response_format":
+		return 1 << 11
+	case "text":
+		return 1 << 12
+	case "output_config":
+		return 1 << 13
+	case "output_format":
+		return 1 << 14
+	case "max_tokens":
+		return 1 << 15
+	case "max_completion_tokens":
+		return 1 << 16
+	case "max_output_tokens":
+		return 1 << 17
+	}
+	return 0
 }
 
 // isObject reports whether body's first non-space byte opens an object.

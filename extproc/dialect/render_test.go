@@ -26,28 +26,28 @@ func TestRender(t *testing.T) {
 		body    string
 	}{
 		{"openai model not found", dialect.ModelNotFound(dialect.OpenAI, "gpt-9"), 404,
-			[]hdr{{"content-type", "application/json"}, {"x-request-id", "rid-1"}},
+			[]hdr{{Name: "content-type", Value: "application/json"}, {Name: "x-request-id", Value: "rid-1"}},
 			`{"error":{"message":"The model ` + "`gpt-9`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":"model","code":"model_not_found"}}`},
 		{"anthropic model not found", dialect.ModelNotFound(dialect.Anthropic, "claude-9"), 404,
-			[]hdr{{"content-type", "application/json"}, {"request-id", "rid-1"}},
+			[]hdr{{Name: "content-type", Value: "application/json"}, {Name: "request-id", Value: "rid-1"}},
 			`{"type":"error","error":{"type":"not_found_error","message":"The model ` + "`claude-9`" + ` does not exist or you do not have access to it.","details":{"error_code":"model_not_found"}},"request_id":"rid-1"}`},
 		{"openai unknown path", dialect.UnknownPath(dialect.OpenAI, "POST", "/v1/completions"), 404,
-			[]hdr{{"content-type", "application/json"}, {"x-request-id", "rid-1"}},
+			[]hdr{{Name: "content-type", Value: "application/json"}, {Name: "x-request-id", Value: "rid-1"}},
 			`{"error":{"message":"Invalid URL (POST /v1/completions)","type":"invalid_request_error","param":null,"code":"unknown_url"}}`},
 		{"anthropic too large", dialect.TooLarge(dialect.Anthropic, 1024), 413,
-			[]hdr{{"content-type", "application/json"}, {"request-id", "rid-1"}},
+			[]hdr{{Name: "content-type", Value: "application/json"}, {Name: "request-id", Value: "rid-1"}},
 			`{"type":"error","error":{"type":"request_too_large","message":"The request body is larger than the gateway's limit of 1024 bytes.","details":{"error_code":"request_too_large"}},"request_id":"rid-1"}`},
 		{"openai retry after rounds up", &dialect.Error{Family: dialect.OpenAI, Status: 429, Code: "rate_limit_exceeded", Message: "slow down", RetryAfter: 1200 * time.Millisecond}, 429,
-			[]hdr{{"content-type", "application/json"}, {"retry-after", "2"}, {"retry-after-ms", "1200"}, {"x-request-id", "rid-1"}},
+			[]hdr{{Name: "content-type", Value: "application/json"}, {Name: "retry-after", Value: "2"}, {Name: "retry-after-ms", Value: "1200"}, {Name: "x-request-id", Value: "rid-1"}},
 			`{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"rate_limit_exceeded"}}`},
 		{"anthropic sub-millisecond retry after", &dialect.Error{Family: dialect.Anthropic, Status: 503, Code: "model_overloaded", Message: "m", RetryAfter: time.Microsecond}, 503,
-			[]hdr{{"content-type", "application/json"}, {"retry-after", "1"}, {"retry-after-ms", "1"}, {"request-id", "rid-1"}},
+			[]hdr{{Name: "content-type", Value: "application/json"}, {Name: "retry-after", Value: "1"}, {Name: "retry-after-ms", Value: "1"}, {Name: "request-id", Value: "rid-1"}},
 			`{"type":"error","error":{"type":"overloaded_error","message":"m","details":{"error_code":"model_overloaded"}},"request_id":"rid-1"}`},
 		{"openai upstream without type or code (Azure)", &dialect.Error{Family: dialect.OpenAI, Status: 500, Message: "boom"}, 500,
-			[]hdr{{"content-type", "application/json"}, {"x-request-id", "rid-1"}},
+			[]hdr{{Name: "content-type", Value: "application/json"}, {Name: "x-request-id", Value: "rid-1"}},
 			`{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`},
 		{"anthropic without code has no details", &dialect.Error{Family: dialect.Anthropic, Status: 529, Type: "overloaded_error", Message: "Overloaded"}, 529,
-			[]hdr{{"content-type", "application/json"}, {"request-id", "rid-1"}},
+			[]hdr{{Name: "content-type", Value: "application/json"}, {Name: "request-id", Value: "rid-1"}},
 			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"rid-1"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,8 +119,7 @@ func TestFromStop(t *testing.T) {
 				typ  string
 				path string
 			}{{dialect.OpenAI, tc.openAIType, "error.type"}, {dialect.Anthropic, tc.anthropType, "error.type"}} {
-				e := dialect.FromStop(c.f, &tc.stop)
-				r := e.Render("req-7")
+				r := dialect.RenderStop(c.f, &tc.stop, "req-7")
 				wantStatus := tc.stop.Status
 				if wantStatus == 0 {
 					wantStatus = http.StatusInternalServerError
