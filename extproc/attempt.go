@@ -9,6 +9,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/switchyard-gw/switchyard/extproc/provider"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -237,7 +238,7 @@ func (p *attemptProcessor) onRequestBody(b *extprocv3.HttpBody) error {
 		m.setHeader(HeaderTransport, strconv.Itoa(int(p.transport)))
 		return p.stream.Send(rewriteRequest(p.safe(m), []byte{}, nil))
 	}
-	rw, err := rewriteFor(p.dep, dialectOf(p.state.GetDialect()), b.GetBody())
+	rw, err := p.rewrite(b.GetBody())
 	if err != nil {
 		p.broken = err
 		p.s.log.Error("rewriting the request for the provider failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
@@ -277,11 +278,23 @@ func strippedRequest(h headerMap, body []byte) mutation {
 	return m
 }
 
-// providerMutation is the header mutation that sends the request to the provider: client
-// credentials and switchyard headers go, the provider's path, authority and credentials
-// come, and content-length matches the rewritten body.
-func providerMutation(h headerMap, rw providerRequest) mutation {
-	m := strippedRequest(h, rw.Body)
+// rewrite is the provider's request for body (extproc/provider).
+func (p *attemptProcessor) rewrite(body []byte) (provider.Rewrite, error) {
+	up, err := p.s.upstreams.get(p.s.router.Config(), p.dep)
+	if err != nil {
+		return provider.Rewrite{}, err
+	}
+	return up.Rewrite(provider.Input{
+		Dialect: dialectOf(p.state.GetDialect()), Stream: p.req.Stream, Body: body,
+		HeaderNames: p.headers.names(), AnthropicVersion: p.headers.value("anthropic-version"),
+	})
+}
+
+// providerMutation is the header mutation that sends the request to the provider: the
+// provider's path, authority and credentials, the client's credentials and switchyard's
+// headers removed, content-length matching the body.
+func providerMutation(h headerMap, rw provider.Rewrite) mutation {
+	var m mutation
 	for _, name := range rw.Remove {
 		if _, ok := h.get(name); ok {
 			m.removeHeader(name)
@@ -289,7 +302,9 @@ func providerMutation(h headerMap, rw providerRequest) mutation {
 	}
 	m.setHeader(":path", rw.Path)
 	m.setHeader(":authority", rw.Authority)
-	m.set = append(m.set, rw.Set...)
+	for _, hv := range rw.Set {
+		m.setHeader(hv.Name, hv.Value)
+	}
 	return m
 }
 

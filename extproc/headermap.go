@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"iter"
 	"net/http"
 	"strings"
 
@@ -48,7 +49,8 @@ var credentialHeaders = [...]string{"authorization", "api-key", "x-api-key"}
 // savedHeaders are the client headers whose original values the state keeps, because an
 // attempt role overwrites or removes them and Envoy builds the redirected request from the
 // headers as shipped to the provider (router.cc convertRequestHeadersForInternalRedirect).
-var savedHeaders = [...]string{"authorization", "api-key", "x-api-key", "anthropic-version", "anthropic-beta", "content-length", "openai-organization", "openai-project"}
+var savedHeaders = [...]string{"authorization", "api-key", "x-api-key", "anthropic-version", "anthropic-beta", "content-length",
+	"openai-organization", "openai-project", HeaderRoutingMetadata}
 
 // headerMap is a read view of the headers Envoy sent: lower-case names, raw values.
 type headerMap struct{ h *corev3.HeaderMap }
@@ -85,6 +87,17 @@ func (m headerMap) each(f func(name, value string)) {
 			v = string(raw)
 		}
 		f(hv.GetKey(), v)
+	}
+}
+
+// names yields the header names.
+func (m headerMap) names() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, hv := range m.h.GetHeaders() {
+			if !yield(hv.GetKey()) {
+				return
+			}
+		}
 	}
 }
 

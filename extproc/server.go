@@ -70,6 +70,8 @@ type Server struct {
 	log    *slog.Logger
 	metric *Metrics
 	opts   Options
+
+	upstreams upstreams
 }
 
 // NewServer returns a Server deciding with router and sealing state with sealer.

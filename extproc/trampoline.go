@@ -27,7 +27,10 @@ func (s *Server) Trampoline() http.Handler {
 
 func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != TrampolinePath {
-		http.NotFound(w, r)
+		// A request that reached the trampoline without the attempt role's rewrite: the
+		// attempt role was unreachable and the filter failed open.
+		s.log.Warn("trampoline: request without the attempt role's rewrite (attempt role unavailable?)", "request", r.Header.Get(headerRequestID))
+		gatewayUnavailable(w)
 		return
 	}
 	requestID := r.Header.Get(headerRequestID)
@@ -35,7 +38,7 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.metric.stateRejected(RejectionReason(err))
 		s.log.Warn("trampoline: attempt state rejected", "request", requestID, "reason", string(RejectionReason(err)))
-		http.Error(w, "switchyard trampoline: no valid attempt state", http.StatusBadGateway)
+		gatewayUnavailable(w)
 		return
 	}
 	cur := st.GetCurrent()
@@ -79,4 +82,12 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderState, sealed)
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
+// gatewayUnavailable is the trampoline's answer when it cannot turn a transport failure into
+// a failover: a 502 that the OpenAI and Anthropic SDKs both read as an API error.
+func gatewayUnavailable(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadGateway)
+	_, _ = w.Write([]byte(`{"type":"error","error":{"type":"api_error","code":"gateway_unavailable","message":"The gateway could not complete the request: the upstream failed and switchyard's attempt processor was unavailable."}}`))
 }
