@@ -77,16 +77,18 @@ func TestStreamIdleTimeoutAfterResponseHeaders(t *testing.T) {
 // Encode events reset the idle timer: a response that keeps streaming outlives it.
 func TestStreamIdleTimeoutResetByActivity(t *testing.T) {
 	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ *recorded) {
-		for range 6 {
+		// Upstream pacing: each gap is a quarter of the idle timeout (room for a loaded
+		// machine), the whole response 2.5 times it.
+		for range 10 {
 			_, _ = io.WriteString(w, "x")
 			w.(http.Flusher).Flush()
-			time.Sleep(100 * time.Millisecond) // upstream pacing, well inside the 400 ms idle timeout
+			time.Sleep(250 * time.Millisecond)
 		}
 	})
-	e := timeoutEnv(t, u, "timeout: 0s", "stream_idle_timeout: 0.4s")
+	e := timeoutEnv(t, u, "timeout: 0s", "stream_idle_timeout: 1s")
 	r := await(t, e.do("GET", "/", "", "X-Cluster", "a"))
 	mustOK(t, r, 200)
-	if r.body != "xxxxxx" {
+	if r.body != "xxxxxxxxxx" {
 		t.Fatalf("body %q", r.body)
 	}
 }
