@@ -1,9 +1,10 @@
 // Command switchyard runs the switchyard LLM routing gateway.
 //
-// Today it loads and validates a configuration, builds the routing core on the embedded
-// in-memory store (or on Redis, shared by many replicas) and serves the operator endpoints
-// (/healthz, /readyz, /metrics and /v1/models/{model}/deployments). The ext_proc and xDS
-// servers are wired here as they land.
+// It loads and validates a configuration, builds the routing core on the embedded in-memory
+// store (or on Redis, shared by many replicas), and serves the ext_proc gRPC server Envoy
+// calls (route and attempt roles), the trampoline, and the operator endpoints (/healthz,
+// /readyz, /metrics and /v1/models/{model}/deployments). The xDS server joins it with the
+// control plane.
 package main
 
 import (
@@ -41,8 +42,10 @@ func main() {
 
 // started is what run reports once it serves (for tests).
 type started struct {
-	addr string       // the admin listener's address
-	live *config.Live // the configuration in force
+	addr       string       // the admin listener's address
+	extproc    string       // the ext_proc gRPC listener's address
+	trampoline string       // the trampoline's address
+	live       *config.Live // the configuration in force
 }
 
 // run starts switchyard and blocks until ctx is done. ready, if not nil, receives what
@@ -55,6 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var sf storeFlags
 	sf.register(fs)
+	var df dataPlaneFlags
+	df.register(fs)
 	overwrite := fs.Bool("config-overwrite", false, "replace the shared store's configuration with -config even when it already holds one")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,6 +111,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	go config.Follower{Logger: log}.Run(ctx, live, st, validator)
 	router := routing.New(live, st, routing.Options{Logger: log})
+	keys, err := stateKeys(df, sf.kind, getenv, log)
+	if err != nil {
+		return err
+	}
+	dp, err := startDataPlane(df, keys, router, reg, log)
+	if err != nil {
+		return err
+	}
 	var checks []func(context.Context) admin.Readiness
 	if st.check != nil {
 		checks = append(checks, st.check)
@@ -122,22 +135,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	ln, err := net.Listen("tcp", *adminAddr)
 	if err != nil {
+		dp.stop()
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	snap := live.Load()
-	log.Info("switchyard started", "admin", ln.Addr().String(), "store", st.name,
+	log.Info("switchyard started", "admin", ln.Addr().String(), "extproc", dp.extprocLn.Addr().String(),
+		"trampoline", dp.trampLn.Addr().String(), "store", st.name,
 		"config_version", snap.Version, "deployments", len(snap.Deployments), "models", len(snap.Groups),
 		"strategy", snap.Settings.Strategy.String())
 	if ready != nil {
-		ready <- started{addr: ln.Addr().String(), live: live}
+		ready <- started{addr: ln.Addr().String(), extproc: dp.extprocLn.Addr().String(), trampoline: dp.trampLn.Addr().String(), live: live}
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	errc := make(chan error, 3)
+	go func() { errc <- fmt.Errorf("admin server: %w", srv.Serve(ln)) }()
+	dp.serve(errc)
 	select {
 	case err := <-errc:
-		return fmt.Errorf("admin server: %w", err)
+		dp.stop()
+		return err
 	case <-ctx.Done():
 	}
+	// Drain the data plane first: Envoy keeps sending the streams of requests in flight.
+	dp.stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

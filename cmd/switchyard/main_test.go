@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/internal/redistest"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
@@ -39,26 +40,39 @@ func (s *syncBuffer) String() string {
 
 // instance is a switchyard started by run().
 type instance struct {
-	addr   string
-	live   *config.Live // the configuration in force
-	logs   *syncBuffer
-	cancel context.CancelFunc
-	done   chan error
+	addr string
+	// extproc and trampoline are the data plane's listeners.
+	extproc, trampoline string
+	live                *config.Live // the configuration in force
+	logs                *syncBuffer
+	cancel              context.CancelFunc
+	done                chan error
 }
 
-// start runs switchyard with args (plus a free admin port) until the test ends or stop.
+// testStateKey is an attempt-state key (base64 of 32 bytes).
+const testStateKey = "c3dpdGNoeWFyZC10ZXN0LXN0YXRlLWtleS0zMi1ieXQ="
+
+// start runs switchyard with args (plus free ports) until the test ends or stop.
 func start(t *testing.T, args ...string) *instance {
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with extra environment (an empty value unsets a default).
+func startEnv(t *testing.T, extra map[string]string, args ...string) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan started, 1)
-	env := map[string]string{"SWITCHYARD_MASTER_KEY": "test-master-key"}
+	env := map[string]string{"SWITCHYARD_MASTER_KEY": "test-master-key", extproc.StateKeysEnv: testStateKey}
+	for k, v := range extra {
+		env[k] = v
+	}
 	go func() {
-		in.done <- run(ctx, append(args, "-admin-listen", "127.0.0.1:0"), func(k string) string { return env[k] }, in.logs, ready)
+		in.done <- run(ctx, append(args, "-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0"), func(k string) string { return env[k] }, in.logs, ready)
 	}()
 	select {
 	case st := <-ready:
-		in.addr, in.live = st.addr, st.live
+		in.addr, in.live, in.extproc, in.trampoline = st.addr, st.live, st.extproc, st.trampoline
 	case err := <-in.done:
 		t.Fatalf("switchyard exited: %v\n%s", err, in.logs)
 	case <-time.After(30 * time.Second):

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/routing"
+)
+
+// dataPlaneFlags configure the ext_proc gRPC server Envoy calls and the trampoline.
+type dataPlaneFlags struct {
+	extprocAddr    string
+	trampolineAddr string
+	stateKeysFile  string
+	maxRedirects   int
+	drain          time.Duration
+}
+
+func (f *dataPlaneFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.extprocAddr, "extproc-listen", "127.0.0.1:9002", "address of the ext_proc gRPC server (Envoy's switchyard_extproc cluster)")
+	fs.StringVar(&f.trampolineAddr, "trampoline-listen", "127.0.0.1:9003", "address of the trampoline (priority 1 of every deployment cluster)")
+	fs.StringVar(&f.stateKeysFile, "state-keys-file", "", "file of the attempt-state keys (base64, current first); else "+extproc.StateKeysEnv)
+	fs.IntVar(&f.maxRedirects, "max-internal-redirects", extproc.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
+	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long in-flight ext_proc streams may finish on shutdown")
+}
+
+// stateKeys loads the keys that seal the attempt state. Replicas must share them; a lone
+// replica on the memory store may run on a key of its own, made at startup.
+func stateKeys(f dataPlaneFlags, storeKind string, getenv func(string) string, log *slog.Logger) (extproc.Keys, error) {
+	keys, err := extproc.LoadKeys(func(k string) (string, bool) { v := getenv(k); return v, v != "" }, f.stateKeysFile)
+	if err == nil {
+		return keys, nil
+	}
+	if f.stateKeysFile != "" || getenv(extproc.StateKeysEnv) != "" || storeKind != "memory" {
+		return extproc.Keys{}, fmt.Errorf("attempt-state keys (replicas sharing a store must share them): %w", err)
+	}
+	k := make([]byte, extproc.KeySize)
+	if _, err := rand.Read(k); err != nil {
+		return extproc.Keys{}, fmt.Errorf("making a state key: %w", err)
+	}
+	log.Info("no attempt-state keys configured; this single replica uses a key of its own", "env", extproc.StateKeysEnv)
+	return extproc.Keys{Current: k}, nil
+}
+
+// dataPlane is the running ext_proc server and trampoline.
+type dataPlane struct {
+	grpc       *grpc.Server
+	trampoline *http.Server
+	extprocLn  net.Listener
+	trampLn    net.Listener
+	drain      time.Duration
+}
+
+func startDataPlane(f dataPlaneFlags, keys extproc.Keys, router *routing.Router, reg prometheus.Registerer, log *slog.Logger) (*dataPlane, error) {
+	if err := extproc.CheckRedirectBudget(router.Config(), f.maxRedirects); err != nil {
+		return nil, err
+	}
+	sealer, err := extproc.NewSealer(keys, extproc.SealerOptions{Clock: router})
+	if err != nil {
+		return nil, err
+	}
+	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects})
+	// Envoy keeps its gRPC connection for every stream; keepalives find a dead one.
+	gs := grpc.NewServer(grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))
+	srv.Register(gs)
+	dp := &dataPlane{grpc: gs, drain: f.drain,
+		trampoline: &http.Server{Handler: srv.Trampoline(), ReadHeaderTimeout: 10 * time.Second}}
+	if dp.extprocLn, err = net.Listen("tcp", f.extprocAddr); err != nil {
+		return nil, fmt.Errorf("ext_proc listener: %w", err)
+	}
+	if dp.trampLn, err = net.Listen("tcp", f.trampolineAddr); err != nil {
+		_ = dp.extprocLn.Close()
+		return nil, fmt.Errorf("trampoline listener: %w", err)
+	}
+	return dp, nil
+}
+
+// serve runs both servers; the first error ends it.
+func (dp *dataPlane) serve(errc chan<- error) {
+	go func() { errc <- fmt.Errorf("ext_proc server: %w", dp.grpc.Serve(dp.extprocLn)) }()
+	go func() {
+		if err := dp.trampoline.Serve(dp.trampLn); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("trampoline: %w", err)
+		}
+	}()
+}
+
+// stop stops accepting and lets in-flight streams finish within the drain timeout; streams
+// still open then are cancelled, which releases their in-flight attempts.
+func (dp *dataPlane) stop() {
+	done := make(chan struct{})
+	go func() { dp.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(dp.drain):
+		dp.grpc.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = dp.trampoline.Shutdown(ctx)
+}
