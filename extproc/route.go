@@ -227,6 +227,7 @@ func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History
 	p.s.log.Info("attempt scheduled", "request", p.requestID, "model", req.Model, "deployment", d.Deployment.ID,
 		"move", d.Move.String(), "reason", d.Reason.String(), "wait_ms", d.Wait.Milliseconds(), "probe", d.Probe,
 		"time_left_ms", deadline.Sub(now).Milliseconds(), "attempt", len(hist.Attempts)+1, "degraded", d.Degraded)
+	p.s.metric.moved(req.Model, d.Move)
 	m, dropped := routeRules.sanitize(m)
 	if len(dropped) > 0 {
 		p.s.log.Error("header mutation entries Envoy would refuse were dropped", "request", p.requestID, "role", RoleRoute, "dropped", dropped)

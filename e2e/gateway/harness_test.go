@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -453,12 +451,3 @@ func (g *gateway) do(req *http.Request) (*http.Response, []byte) {
 	}
 	return resp, buf.Bytes()
 }
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(fmt.Sprintf("must: %v", err))
-	}
-	return v
-}
-
-var _ = url.Parse
