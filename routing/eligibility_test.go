@@ -13,6 +13,7 @@ import (
 
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
@@ -227,5 +228,26 @@ func TestProbeSuccessClosesFailureReopens(t *testing.T) {
 	e.run(req, h, d, ok)
 	if st := e.state("a"); st.Circuit.Open {
 		t.Fatalf("successful probe left the circuit open: %+v", st.Circuit)
+	}
+}
+
+func TestSpeaks(t *testing.T) {
+	for _, tc := range []struct {
+		p    failure.Provider
+		api  routing.API
+		want bool
+	}{
+		{failure.ProviderOpenAI, routing.APIOpenAI, true},
+		{failure.ProviderAzureOpenAI, routing.APIOpenAI, true},
+		{failure.ProviderOpenAICompatible, routing.APIOpenAI, true},
+		{failure.ProviderAnthropic, routing.APIOpenAI, false},
+		{failure.ProviderAnthropic, routing.APIAnthropic, true},
+		{failure.ProviderOpenAI, routing.APIAnthropic, false},
+		{"bedrock", routing.APIOpenAI, false},
+		{failure.ProviderAnthropic, routing.APIAny, true},
+	} {
+		if got := routing.Speaks(tc.p, tc.api); got != tc.want {
+			t.Errorf("Speaks(%s, %d) = %v", tc.p, tc.api, got)
+		}
 	}
 }

@@ -65,7 +65,7 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now tim
 			s.drained++
 			continue
 		}
-		if why := req.Facts.Unmet(dep.Capabilities, req.Stream); why != "" {
+		if why := req.Facts.Unmet(dep, req.Stream); why != "" {
 			incompatible++
 			recordSkip(h, d, Skip{Deployment: dep.ID, Model: model, Why: why})
 			continue

@@ -33,6 +33,8 @@ func (r *Request) Mode() config.Mode {
 // Facts are the capability needs derived from the request body (SPEC §9.2). The dialect
 // parsers fill them; the router only compares them with what deployments declare.
 type Facts struct {
+	// API is the wire API of the request (a deployment must speak it, SPEC §9.2, §13.2).
+	API               API
 	Tools             bool
 	ParallelToolCalls bool
 	StructuredOutput  bool // response_format / text.format json_schema
@@ -44,10 +46,38 @@ type Facts struct {
 	MaxOutputTokens int64
 }
 
-// Unmet returns why a deployment with capabilities c cannot keep the contract of a request
-// with these facts, or "" when it can. Undeclared capabilities are assumed supported.
-func (f Facts) Unmet(c config.Capabilities, stream bool) string {
+// API is the wire API a request speaks.
+type API uint8
+
+const (
+	// APIAny: not known (every provider qualifies).
+	APIAny API = iota
+	// APIOpenAI: OpenAI's Chat Completions, Responses or Embeddings.
+	APIOpenAI
+	// APIAnthropic: Anthropic's Messages.
+	APIAnthropic
+)
+
+// Speaks reports whether a provider of kind p serves requests in api as they are: OpenAI,
+// Azure OpenAI and OpenAI-compatible servers speak the OpenAI APIs, Anthropic its Messages.
+// Until requests are translated (SPEC §13.2) another API is a capability mismatch.
+func Speaks(p failure.Provider, api API) bool {
+	switch api {
+	case APIOpenAI:
+		return p == failure.ProviderOpenAI || p == failure.ProviderAzureOpenAI || p == failure.ProviderOpenAICompatible
+	case APIAnthropic:
+		return p == failure.ProviderAnthropic
+	}
+	return true
+}
+
+// Unmet returns why deployment d cannot keep the contract of a request with these facts, or
+// "" when it can. Undeclared capabilities are assumed supported.
+func (f Facts) Unmet(d *config.Deployment, stream bool) string {
+	c := d.Capabilities
 	switch {
+	case !Speaks(d.Provider, f.API):
+		return "the provider speaks another API"
 	case stream && !c.Streaming.Allows():
 		return "streaming not supported"
 	case f.Tools && !c.Tools.Allows():

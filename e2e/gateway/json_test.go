@@ -244,3 +244,24 @@ func TestModelsList(t *testing.T) {
 		t.Errorf("models %+v", page.Data)
 	}
 }
+
+// TestDialectMismatchIsACapabilityMismatch: until requests are translated (SPEC §13.2), a
+// deployment whose provider speaks another API is skipped like any capability mismatch.
+func TestDialectMismatchIsACapabilityMismatch(t *testing.T) {
+	g := startGateway(t, []deployment{
+		{ID: "oa", Model: "mixed", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI},
+		{ID: "an", Model: "mixed", ProviderModel: "claude-sonnet-4-5", Kind: fakeprovider.Anthropic},
+	}, gatewayOptions{})
+	for i := 0; i < 6; i++ {
+		if _, err := g.openai().Chat.Completions.New(ctxT(t), chat("mixed")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.anthropic().Messages.New(ctxT(t), anthropic.MessageNewParams{Model: "mixed", MaxTokens: 16,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := g.served(); got["oa"] != 6 || got["an"] != 6 {
+		t.Errorf("served %v, want each request on the deployment speaking its API", got)
+	}
+}

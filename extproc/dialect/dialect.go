@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"github.com/switchyard-gw/switchyard/routing"
 	"net/http"
 	"net/url"
 	"strings"
@@ -60,6 +61,17 @@ func (d Dialect) Family() Family {
 		return Anthropic
 	}
 	return OpenAI
+}
+
+// API is the wire API of d, which a deployment's provider must speak (routing.Speaks).
+func (d Dialect) API() routing.API {
+	switch d {
+	case Messages:
+		return routing.APIAnthropic
+	case Chat, Responses, Embeddings:
+		return routing.APIOpenAI
+	}
+	return routing.APIAny
 }
 
 // Op is what a request asks switchyard to do.

@@ -56,7 +56,7 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 	if !isObject(body) || !gjson.ValidBytes(body) {
 		return Request{}, invalidJSON(f)
 	}
-	r := Request{Dialect: d, Operation: config.OpText}
+	r := Request{Dialect: d, Operation: config.OpText, Facts: routing.Facts{API: d.API()}}
 	if d == Embeddings {
 		r.Operation = config.OpEmbeddings
 	}

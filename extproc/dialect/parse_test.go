@@ -132,6 +132,7 @@ func TestParse(t *testing.T) {
 			}
 			w := dialect.Request{Dialect: tc.d, Model: tc.want.model, Stream: tc.want.stream, StreamUsage: tc.want.usage,
 				Operation: tc.want.op, Facts: tc.want.req}
+			w.Facts.API = tc.d.API() // the API a deployment must speak
 			if got != w {
 				t.Errorf("Parse =\n %+v\nwant\n %+v", got, w)
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
+	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
@@ -24,13 +25,7 @@ var ErrDialect = errors.New("provider does not speak the client's dialect")
 // OpenAI, Azure OpenAI and OpenAI-compatible servers speak the OpenAI APIs; Anthropic
 // speaks Messages.
 func Speaks(p failure.Provider, d dialect.Dialect) bool {
-	switch p {
-	case failure.ProviderOpenAI, failure.ProviderAzureOpenAI, failure.ProviderOpenAICompatible:
-		return d == dialect.Chat || d == dialect.Responses || d == dialect.Embeddings
-	case failure.ProviderAnthropic:
-		return d == dialect.Messages
-	}
-	return false
+	return d != dialect.None && routing.Speaks(p, d.API())
 }
 
 // Upstream is a deployment's endpoint and credentials, compiled once per configuration
