@@ -202,9 +202,12 @@ func (p *routeProcessor) newState(parsed dialect.Request, now time.Time) *statev
 	req := routing.Request{ID: p.requestID, Model: parsed.Model, Operation: parsed.Operation, Stream: parsed.Stream, Start: now}
 	total := p.s.router.Config().Settings.Policy(req.Operation, req.Mode()).Total
 	st := newState(&req, dialectProto(p.route.Dialect), now.Add(total))
+	// Only what the client sent: a saved header is restored on re-entry, any other one an
+	// attempt role added is removed again (absent and unsaved mean the same).
 	for _, name := range savedHeaders {
-		v, ok := p.headers.get(name)
-		saveHeader(st, name, []byte(v), ok)
+		if v, ok := p.headers.get(name); ok {
+			saveHeader(st, name, []byte(v), true)
+		}
 	}
 	for _, name := range [...]string{":scheme", ":authority", ":path"} {
 		v, ok := p.headers.get(name)
@@ -256,10 +259,9 @@ func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, p
 		if isCredential(name) {
 			continue
 		}
-		v, present, saved := savedHeader(st, name)
+		v, present, _ := savedHeader(st, name)
 		_, now := h.get(name)
 		switch {
-		case !saved:
 		case present:
 			m.setHeader(name, string(v))
 		case now:
