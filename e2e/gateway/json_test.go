@@ -11,6 +11,7 @@ import (
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
@@ -264,4 +265,35 @@ func TestDialectMismatchIsACapabilityMismatch(t *testing.T) {
 	if got := g.served(); got["oa"] != 6 || got["an"] != 6 {
 		t.Errorf("served %v, want each request on the deployment speaking its API", got)
 	}
+}
+
+func TestResponsesAndEmbeddingsSucceed(t *testing.T) {
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o-2024-11-20", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
+	res, err := g.openai().Responses.New(ctxT(t), responses.ResponseNewParams{
+		Model: "gpt-4o", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OutputText() == "" {
+		t.Errorf("empty output %s", res.RawJSON())
+	}
+	r, _ := g.fakes["oa"].LastRequest()
+	if r.Path != "/v1/responses" || r.Model != "gpt-4o-2024-11-20" {
+		t.Errorf("provider saw %s model %s", r.Path, r.Model)
+	}
+	emb, err := g.openai().Embeddings.New(ctxT(t), openai.EmbeddingNewParams{
+		Model: "gpt-4o", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(emb.Data) != 1 || len(emb.Data[0].Embedding) == 0 {
+		t.Errorf("embeddings %s", emb.RawJSON())
+	}
+	r, _ = g.fakes["oa"].LastRequest()
+	if r.Path != "/v1/embeddings" {
+		t.Errorf("provider saw %s", r.Path)
+	}
+	g.assertClean()
 }
