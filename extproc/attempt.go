@@ -455,8 +455,16 @@ func (p *attemptProcessor) finishSuccess(completion, total int64) {
 	if !p.started || p.finished {
 		return
 	}
-	p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassNone, Status: p.status},
-		Latency: p.s.clock.Now().Sub(p.sentAt), CompletionTokens: completion, TotalTokens: total})
+	latency := p.s.clock.Now().Sub(p.sentAt)
+	t := p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassNone, Status: p.status},
+		Latency: latency, CompletionTokens: completion, TotalTokens: total})
+	// The request's one closing record (a stop is logged by the route role).
+	cur := p.state.GetCurrent()
+	p.s.log.Info("request served", "request", p.requestID, "model", p.state.GetPublicModel(), "served_model", cur.GetModel(),
+		"deployment", cur.GetDeploymentId(), "status", p.status, "attempts", len(p.state.GetAttempts())+1,
+		"fallback_used", cur.GetModel() != p.state.GetPublicModel(), "latency_ms", latency.Milliseconds(),
+		"completion_tokens", completion, "circuit", transitionName(t),
+		"total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds())
 }
 
 // finish records the attempt's outcome once.
