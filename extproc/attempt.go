@@ -8,6 +8,7 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/extproc/provider"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
@@ -75,6 +76,11 @@ type attemptProcessor struct {
 	unified           bool
 	transport         failure.Transport // what the trampoline attempt knows of the failure
 
+	// sse follows a streamed response (attempt_stream.go); clientUsage: the client asked
+	// for its stream's usage itself.
+	sse         *streamState
+	clientUsage bool
+
 	status  int
 	headers headerMap
 	held    []byte
@@ -89,7 +95,21 @@ func newAttemptProcessor(s *Server, stream extprocv3.ExternalProcessor_ProcessSe
 func (p *attemptProcessor) run() (err error) {
 	ctx := p.stream.Context()
 	defer func() { p.release() }()
-	for msg := range pump(ctx, p.stream) {
+	msgs := pump(ctx, p.stream)
+	for {
+		var msg received
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			msg = m
+		case <-p.timerC():
+			if err := p.onTimer(); err != nil {
+				return err
+			}
+			continue
+		}
 		if msg.err != nil {
 			return msg.err
 		}
@@ -131,8 +151,10 @@ func (p *attemptProcessor) run() (err error) {
 			return err
 		}
 	}
-	return nil
 }
+
+// send hands one answer to Envoy.
+func (p *attemptProcessor) send(r *extprocv3.ProcessingResponse) error { return p.stream.Send(r) }
 
 func (p *attemptProcessor) onRequestHeaders(ctx context.Context, m *extprocv3.ProcessingRequest) error {
 	h := m.GetRequestHeaders()
@@ -284,8 +306,11 @@ func (p *attemptProcessor) rewrite(body []byte) (provider.Rewrite, error) {
 	if err != nil {
 		return provider.Rewrite{}, err
 	}
+	p.clientUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
 	return up.Rewrite(provider.Input{
-		Dialect: dialectOf(p.state.GetDialect()), Stream: p.req.Stream, Body: body,
+		// Ask every Chat stream for its usage (TPM, throughput); the usage chunk is removed
+		// again when the client did not ask for it.
+		Dialect: dialectOf(p.state.GetDialect()), Stream: p.req.Stream, Body: body, IncludeUsage: true,
 		HeaderNames: p.headers.names(), AnthropicVersion: p.headers.value("anthropic-version"),
 	})
 }
@@ -319,8 +344,8 @@ func (p *attemptProcessor) onResponseHeaders(ctx context.Context, h *extprocv3.H
 		return p.decide(ctx, false, true)
 	}
 	if p.broken == nil && p.req.Stream && p.status < 300 {
-		// Part 1 of streaming: a successful stream commits at its headers; the body passes.
-		return p.releaseHeaders(false)
+		p.startStream()
+		return nil
 	}
 	p.phase = attemptHold
 	return nil
@@ -337,6 +362,9 @@ func (p *attemptProcessor) releaseHeaders(endOfStream bool) error {
 }
 
 func (p *attemptProcessor) onResponseBody(ctx context.Context, b *extprocv3.HttpBody) error {
+	if p.sse != nil {
+		return p.onStreamBody(b.GetBody(), b.GetEndOfStream())
+	}
 	switch p.phase {
 	case attemptHold:
 		if !p.overHold {
@@ -376,6 +404,13 @@ func (p *attemptProcessor) pass(b []byte, endOfStream bool) error {
 }
 
 func (p *attemptProcessor) onResponseTrailers(ctx context.Context) error {
+	if p.sse != nil {
+		// Trailers end a streamed body as its end_of_stream would.
+		if err := p.onStreamBody(nil, true); err != nil {
+			return err
+		}
+		return p.stream.Send(continueResponseTrailers())
+	}
 	switch p.phase {
 	case attemptHold:
 		if err := p.decide(ctx, true, false); err != nil {

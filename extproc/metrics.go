@@ -24,6 +24,7 @@ type Metrics struct {
 	stateRejects *prometheus.CounterVec
 	moves        *prometheus.CounterVec
 	circuits     *prometheus.CounterVec
+	ttft         *prometheus.HistogramVec
 }
 
 // NewMetrics registers the data plane's metrics with reg.
@@ -65,7 +66,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Circuit transitions caused by attempt outcomes (opened, reopened, closed, quarantined, rate_limited).",
 		}, []string{"switchyard_deployment", "transition"}),
 	}
-	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits)
+	m.ttft = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gen_ai_server_time_to_first_token_seconds",
+		Help:    "Time from the request going upstream to the first committing stream frame (content, reasoning or tool call).",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
+	}, []string{"gen_ai_request_model", "gen_ai_provider_name", "switchyard_deployment"})
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft)
 	return m
 }
 
@@ -125,4 +131,11 @@ func (m *Metrics) stateRejected(reason RejectReason) {
 		return
 	}
 	m.stateRejects.WithLabelValues(string(reason)).Inc()
+}
+
+func (m *Metrics) firstToken(d *config.Deployment, model string, ttft time.Duration) {
+	if m == nil || d == nil {
+		return
+	}
+	m.ttft.WithLabelValues(model, string(d.Provider), d.ID).Observe(ttft.Seconds())
 }
