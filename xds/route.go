@@ -36,9 +36,9 @@ func buildRoute(o Options) *routev3.RouteConfiguration {
 					Timeout:     durationpb.New(0),
 					RetryPolicy: trampolineRetry(),
 					InternalRedirectPolicy: &routev3.InternalRedirectPolicy{
-						MaxInternalRedirects:   wrapperspb.UInt32(o.MaxInternalRedirects),
-						RedirectResponseCodes:  []uint32{307},
-						ResponseHeadersToCopy:  []string{extproc.HeaderState},
+						MaxInternalRedirects:  wrapperspb.UInt32(o.MaxInternalRedirects),
+						RedirectResponseCodes: []uint32{307},
+						ResponseHeadersToCopy: []string{extproc.HeaderState},
 					},
 				}},
 			}},
