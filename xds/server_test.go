@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ type xdsFixture struct {
 	addr  string
 	reg   *prometheus.Registry
 	clock *fakeclock.Clock
+	// stop ends Serve and returns its result (at most once; cleanup calls it too).
+	stop func() error
 }
 
 // startServer serves ADS for live on a free loopback port until the test ends.
@@ -50,15 +53,22 @@ func startServer(t *testing.T, live *config.Live, o Options, build func(*config.
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
+	var once sync.Once
+	var serveErr error
+	f.stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case serveErr = <-errc:
+			case <-time.After(wait):
+				serveErr = errors.New("Serve did not return after its context ended")
 			}
-		case <-time.After(wait):
-			t.Error("Serve did not return after its context ended")
+		})
+		return serveErr
+	}
+	t.Cleanup(func() {
+		if err := f.stop(); err != nil {
+			t.Errorf("Serve: %v", err)
 		}
 	})
 	return f
@@ -232,4 +242,15 @@ func series(c prometheus.Collector) int {
 	c.Collect(ch)
 	close(ch)
 	return len(ch)
+}
+
+// Serve returns when its context ends even while an Envoy holds an ADS stream open.
+func TestServeStopsWithConnectedEnvoy(t *testing.T) {
+	live := config.NewLive(compile(t, 1, dep("a", "openai", "http://127.0.0.1:18081/v1")))
+	f := startServer(t, live, Options{Trampoline: "127.0.0.1:9003"}, nil)
+	envoy := startEnvoy(t, f.addr, "127.0.0.1:1")
+	waitFor(t, envoy, "sy-dep-a")
+	if err := f.stop(); err != nil {
+		t.Fatal(err)
+	}
 }
