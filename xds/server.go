@@ -54,7 +54,8 @@ type Server struct {
 	// build is Build; tests swap it to publish a resource Envoy rejects.
 	build func(*config.Snapshot, Options) (*cache.Snapshot, error)
 
-	// Only the follow loop (and Sync before Serve) touch these.
+	// The versions published and last failed; only publish touches them (Serve, then its
+	// follow loop, one at a time).
 	published, failed uint64
 }
 
