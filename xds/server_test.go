@@ -1,0 +1,256 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
+	"github.com/switchyard-gw/switchyard/internal/fakeclock"
+	"github.com/switchyard-gw/switchyard/routing/config"
+)
+
+// wait bounds every blocking step; a safety net, never a sleep.
+const wait = 20 * time.Second
+
+type xdsFixture struct {
+	srv   *Server
+	addr  string
+	reg   *prometheus.Registry
+	clock *fakeclock.Clock
+	// stop ends Serve and returns its result (at most once; cleanup calls it too).
+	stop func() error
+}
+
+// startServer serves ADS for live on a free loopback port until the test ends.
+func startServer(t *testing.T, live *config.Live, o Options, build func(*config.Snapshot, Options) (*cache.Snapshot, error)) *xdsFixture {
+	t.Helper()
+	f := &xdsFixture{reg: prometheus.NewRegistry(), clock: fakeclock.New(time.Unix(0, 0))}
+	srv, err := NewServer(live, o, slog.New(slog.DiscardHandler), f.reg, ServerOptions{Clock: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if build != nil {
+		srv.build = build
+	}
+	f.srv = srv
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	var once sync.Once
+	var serveErr error
+	f.stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case serveErr = <-errc:
+			case <-time.After(wait):
+				serveErr = errors.New("Serve did not return after its context ended")
+			}
+		})
+		return serveErr
+	}
+	t.Cleanup(func() {
+		if err := f.stop(); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return f
+}
+
+// poll moves the fake clock past one poll interval once the follow loop waits on it.
+func (f *xdsFixture) poll(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for f.clock.Waiting() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the follow loop never waited on the clock")
+		}
+		time.Sleep(time.Millisecond) // polling real goroutine scheduling, not logic
+	}
+	f.clock.Advance(DefaultPollInterval)
+}
+
+// startEnvoy runs envoysim on the shipped bootstrap (envoy/envoy.yaml), its ADS cluster
+// pointed at xdsAddr and its ext_proc cluster at extProcAddr.
+func startEnvoy(t *testing.T, xdsAddr, extProcAddr string) *sim.Sim {
+	t.Helper()
+	bs, err := sim.LoadFile("../envoy/envoy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Port 0: tests run in parallel.
+	bs.GetAdmin().GetAddress().GetSocketAddress().PortSpecifier = &corev3.SocketAddress_PortValue{}
+	s, err := sim.New(bs,
+		sim.WithListenerAddress("ingress", "127.0.0.1:0"),
+		sim.WithClusterAddress("switchyard_xds", xdsAddr),
+		sim.WithClusterAddress("switchyard_extproc", extProcAddr),
+		sim.WithADSInitialBackoff(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); s.Close() })
+	return s
+}
+
+func waitFor(t *testing.T, s *sim.Sim, clusters ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := s.WaitForClusters(ctx, clusters...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitForRouteConfigs(ctx, DefaultRouteConfigName); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hasCluster reports whether s has the cluster now.
+func hasCluster(s *sim.Sim, name string) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return s.WaitForClusters(ctx, name) == nil
+}
+
+// An Envoy on the shipped bootstrap gets the clusters and the route over ADS; a new
+// configuration version (a new deployment) reaches it without a restart; an Envoy that
+// connects later gets the current snapshot at once.
+func TestADSFollowsLiveConfiguration(t *testing.T) {
+	live := config.NewLive(compile(t, 1, dep("a", "openai", "http://127.0.0.1:18081/v1")))
+	f := startServer(t, live, Options{Trampoline: "127.0.0.1:9003"}, nil)
+	envoy := startEnvoy(t, f.addr, "127.0.0.1:1")
+	waitFor(t, envoy, "sy-dep-a")
+	if hasCluster(envoy, "sy-dep-b") {
+		t.Fatal("sy-dep-b before it was configured")
+	}
+
+	live.Store(compile(t, 2, dep("a", "openai", "http://127.0.0.1:18081/v1"), dep("b", "openai", "https://api.openai.com/v1")))
+	f.poll(t)
+	waitFor(t, envoy, "sy-dep-a", "sy-dep-b")
+	if got := value(t, f.srv.metrics.version); got != 2 {
+		t.Errorf("switchyard_xds_snapshot_version %v, want 2", got)
+	}
+
+	late := startEnvoy(t, f.addr, "127.0.0.1:1")
+	waitFor(t, late, "sy-dep-a", "sy-dep-b")
+}
+
+// A snapshot the Envoy rejects is NACKed: counted by type URL and logged, the Envoy keeps
+// the previous clusters, and the next good version is accepted.
+func TestNACKKeepsPreviousSnapshot(t *testing.T) {
+	// Version 2's clusters carry outlier_detection, which envoysim rejects (as it rejects
+	// every field it does not implement, README "Not supported"). Build never emits it.
+	poisoned := func(s *config.Snapshot, o Options) (*cache.Snapshot, error) {
+		out, err := Build(s, o)
+		if err != nil || s.Version != 2 {
+			return out, err
+		}
+		for _, r := range out.GetResources(resource.ClusterType) {
+			r.(*clusterv3.Cluster).OutlierDetection = &clusterv3.OutlierDetection{}
+		}
+		return out, nil
+	}
+	live := config.NewLive(compile(t, 1, dep("a", "openai", "http://127.0.0.1:18081/v1")))
+	f := startServer(t, live, Options{Trampoline: "127.0.0.1:9003"}, poisoned)
+	envoy := startEnvoy(t, f.addr, "127.0.0.1:1")
+	waitFor(t, envoy, "sy-dep-a")
+
+	live.Store(compile(t, 2, dep("a", "openai", "http://127.0.0.1:18081/v1"), dep("b", "openai", "http://127.0.0.1:18082/v1")))
+	f.poll(t)
+	nacks := f.srv.metrics.nacks.WithLabelValues(resource.ClusterType)
+	deadline := time.Now().Add(wait)
+	for value(t, nacks) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no NACK counted")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a real gRPC exchange
+	}
+	if !hasCluster(envoy, "sy-dep-a") || hasCluster(envoy, "sy-dep-b") {
+		t.Fatal("after the NACK the Envoy should keep exactly the previous clusters")
+	}
+	if n := series(f.srv.metrics.nacks); n != 1 {
+		t.Errorf("%d NACK series, want only the cluster type", n)
+	}
+
+	live.Store(compile(t, 3, dep("a", "openai", "http://127.0.0.1:18081/v1"), dep("c", "openai", "http://127.0.0.1:18083/v1")))
+	f.poll(t)
+	waitFor(t, envoy, "sy-dep-a", "sy-dep-c")
+}
+
+// A configuration version that does not build is not published: the previous snapshot
+// stays, the failure is counted once, and a later good version is published.
+func TestBuildFailureKeepsPreviousSnapshot(t *testing.T) {
+	live := config.NewLive(compile(t, 1, dep("a", "openai", "http://127.0.0.1:18081/v1")))
+	broken := func(s *config.Snapshot, o Options) (*cache.Snapshot, error) {
+		if s.Version == 2 {
+			return nil, errors.New("broken")
+		}
+		return Build(s, o)
+	}
+	f := startServer(t, live, Options{Trampoline: "127.0.0.1:9003"}, broken)
+	envoy := startEnvoy(t, f.addr, "127.0.0.1:1")
+	waitFor(t, envoy, "sy-dep-a")
+	live.Store(compile(t, 2, dep("b", "openai", "http://127.0.0.1:18082/v1")))
+	f.poll(t)
+	f.poll(t) // the same failed version is not retried
+	if got := value(t, f.srv.metrics.buildErrors); got != 1 {
+		t.Errorf("build errors %v, want 1", got)
+	}
+	if got := value(t, f.srv.metrics.version); got != 1 {
+		t.Errorf("published version %v, want 1", got)
+	}
+	live.Store(compile(t, 3, dep("c", "openai", "http://127.0.0.1:18083/v1")))
+	f.poll(t)
+	waitFor(t, envoy, "sy-dep-c")
+	if hasCluster(envoy, "sy-dep-a") {
+		t.Error("sy-dep-a still published after version 3 removed it")
+	}
+}
+
+// value reads a counter or gauge.
+func value(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var pb dto.Metric
+	if err := m.Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	return pb.GetCounter().GetValue() + pb.GetGauge().GetValue()
+}
+
+func series(c prometheus.Collector) int {
+	ch := make(chan prometheus.Metric, 16)
+	c.Collect(ch)
+	close(ch)
+	return len(ch)
+}
+
+// Serve returns when its context ends even while an Envoy holds an ADS stream open.
+func TestServeStopsWithConnectedEnvoy(t *testing.T) {
+	live := config.NewLive(compile(t, 1, dep("a", "openai", "http://127.0.0.1:18081/v1")))
+	f := startServer(t, live, Options{Trampoline: "127.0.0.1:9003"}, nil)
+	envoy := startEnvoy(t, f.addr, "127.0.0.1:1")
+	waitFor(t, envoy, "sy-dep-a")
+	if err := f.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
