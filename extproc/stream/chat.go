@@ -1,0 +1,121 @@
+package stream
+
+import (
+	"bytes"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/extproc/sse"
+)
+
+var doneSentinel = []byte("[DONE]")
+
+// chat reads a Chat Completions chunk (wire-formats §1.2–1.3, Azure §4.2). Data-only
+// events; the event name is ignored, as openai-go's ssestream ignores it.
+func (c *Classifier) chat(ev *sse.Event) Verdict {
+	data := trimSpace(ev.Data)
+	if bytes.HasPrefix(data, doneSentinel) {
+		// openai-go and openai-python stop at a data that starts with [DONE].
+		c.ended = true
+		return Verdict{End: true, Final: true}
+	}
+	if len(data) == 0 || data[0] != '{' {
+		return Verdict{Malformed: len(data) != 0}
+	}
+	var v Verdict
+	emptyChoices, usage := false, gjson.Result{}
+	gjson.Parse(view(data)).ForEach(func(k, x gjson.Result) bool {
+		switch k.Raw {
+		case `"error"`:
+			// Any non-null top-level error is terminal (§1.3; openai-go ssestream).
+			if !isNull(x) {
+				v.Error = true
+			}
+		case `"choices"`:
+			emptyChoices = !nonEmpty(x)
+			x.ForEach(func(_, ch gjson.Result) bool {
+				if c.chatChoice(ch) {
+					v.Output = true
+				}
+				return true
+			})
+		case `"usage"`:
+			usage = x
+		case `"id"`:
+			if len(x.Raw) > 2 {
+				c.id = append(c.id[:0], x.Raw...)
+			}
+		case `"created"`:
+			if x.Type == gjson.Number {
+				c.created = append(c.created[:0], x.Raw...)
+			}
+		case `"model"`:
+			if len(x.Raw) > 2 {
+				c.mdl = append(c.mdl[:0], x.Raw...)
+			}
+		}
+		return true
+	})
+	if v.Error {
+		return Verdict{Error: true}
+	}
+	if usage.IsObject() {
+		c.usage.setOpenAI(usage)
+		// The usage chunk is "choices":[] with a non-null usage; Azure's annotation chunks
+		// also have "choices":[] but usage null (wire-formats §4.2, §7). Usage on a chunk
+		// with choices (some compatible servers) cannot be dropped without losing output.
+		if emptyChoices && !c.opts.ClientUsage {
+			v.Drop = true
+		}
+	}
+	return v
+}
+
+// chatChoice records one streamed choice and reports whether it carries output: a
+// non-empty content, reasoning_content / reasoning (DeepSeek, vLLM, OpenRouter), refusal,
+// tool_calls or the deprecated function_call. A role-only delta, an empty content and a
+// bare finish_reason do not.
+func (c *Classifier) chatChoice(ch gjson.Result) bool {
+	var idx int64
+	var finish gjson.Result
+	out, tools := false, false
+	ch.ForEach(func(k, x gjson.Result) bool {
+		switch k.Raw {
+		case `"index"`:
+			idx = x.Int()
+		case `"delta"`:
+			x.ForEach(func(dk, dx gjson.Result) bool {
+				switch dk.Raw {
+				case `"content"`, `"reasoning_content"`, `"reasoning"`, `"refusal"`:
+					out = out || nonEmpty(dx)
+				case `"tool_calls"`, `"function_call"`:
+					if nonEmpty(dx) {
+						out, tools = true, true
+					}
+				}
+				return true
+			})
+		case `"finish_reason"`:
+			finish = x
+		}
+		return true
+	})
+	c.tools = c.tools || tools
+	if idx < 0 || idx >= maxChoices {
+		c.untracked = true
+		return out
+	}
+	for int(idx) >= len(c.choices) {
+		c.choices = append(c.choices, choiceState{})
+	}
+	st := &c.choices[idx]
+	st.seen = true
+	st.tools = st.tools || tools
+	if finish.Type == gjson.String {
+		st.finished = true
+		if idx == 0 {
+			c.finish = append(c.finish[:0], finish.Raw...)
+		}
+	}
+	return out
+}
