@@ -105,6 +105,7 @@ func (p *attemptProcessor) onTimer() error {
 	if !s.committed {
 		return p.failStream(c)
 	}
+	s.out = s.out[:0] // what earlier chunks queued went out with them
 	return p.endCommitted(c, streamErrorInfo(p.clientFamily(), c, t))
 }
 
@@ -124,6 +125,10 @@ func (p *attemptProcessor) onStreamBody(b []byte, endOfStream bool) error {
 	if s.failed != nil {
 		return p.failStream(*s.failed)
 	}
+	if s.upstreamErr != nil && s.committed {
+		c := *s.upstreamErr
+		return p.endCommitted(c, stream.ErrorInfo{Type: c.Type, Code: c.Code, Message: c.Message})
+	}
 	if !s.committed && len(s.held)+len(s.out) > DefaultMaxStreamHold {
 		s.committed = true // a huge preamble: commit here (docs/extproc.md)
 	}
@@ -135,14 +140,8 @@ func (p *attemptProcessor) onStreamBody(b []byte, endOfStream bool) error {
 		p.rearm()
 		return nil
 	}
-	if p.phase == attemptHold {
-		// The commit: the headers, then everything held, in order.
-		p.phase = attemptPass
-		if err := p.send(continueResponseHeaders(mutation{})); err != nil {
-			return err
-		}
-		s.out = append(s.held, s.out...)
-		s.held = nil
+	if err := p.commit(); err != nil {
+		return err
 	}
 	if endOfStream {
 		return p.endStream()
@@ -167,9 +166,12 @@ func (p *attemptProcessor) onEvent(ev *sse.Event) {
 		s.failed = &c
 		return
 	case v.Error:
+		// After the commit the provider's error event is replaced by switchyard's, which
+		// carries the request id (endStream); the rest of the stream is ignored.
 		c := failure.Classify(s.cls.Outcome(ev), p.s.clock.Now())
 		s.upstreamErr = &c
-	case v.Drop:
+		return
+	case s.upstreamErr != nil, v.Drop:
 		return
 	}
 	if v.First {
@@ -198,20 +200,16 @@ func (p *attemptProcessor) endStream() error {
 		}
 		return p.endCommitted(c, streamErrorInfo(p.clientFamily(), c, failure.TransportTruncated))
 	case stream.Failed:
-		// The provider's own error event went to the client as it came.
-		p.phase = attemptDone
-		p.finish(routing.Result{Classification: *s.upstreamErr, Latency: s.lastByte.Sub(p.sentAt)})
-		return p.send(streamedBody(s.out, true))
+		if s.upstreamErr != nil {
+			c := *s.upstreamErr
+			return p.endCommitted(c, stream.ErrorInfo{Type: c.Type, Code: c.Code, Message: c.Message})
+		}
 	}
 	// Complete, possibly with anomalies (never retried). An empty response is a response:
 	// release what was held.
-	if !s.committed {
-		s.committed = true
-		if err := p.send(continueResponseHeaders(mutation{})); err != nil {
-			return err
-		}
-		s.out = append(s.held, s.out...)
-		s.held = nil
+	s.committed = true
+	if err := p.commit(); err != nil {
+		return err
 	}
 	if p.unified && s.cls.Dialect() == dialect.Chat && slices.Contains(done.Anomalies, stream.AnomalyNoDone) {
 		// A Chat stream that finished every choice without [DONE] gets its
@@ -224,6 +222,22 @@ func (p *attemptProcessor) endStream() error {
 	}
 	p.finishStreamSuccess(done)
 	return p.send(streamedBody(s.out, true))
+}
+
+// commit releases the held response headers and puts everything held before this chunk's
+// bytes, once: the headers, then the held frames, in order.
+func (p *attemptProcessor) commit() error {
+	if p.phase != attemptHold {
+		return nil
+	}
+	s := p.sse
+	p.phase = attemptPass
+	if err := p.send(continueResponseHeaders(mutation{})); err != nil {
+		return err
+	}
+	s.out = append(s.held, s.out...)
+	s.held = nil
+	return nil
 }
 
 // failStream turns a stream that failed before its commit into the 307 back to the route
@@ -244,6 +258,9 @@ func (p *attemptProcessor) failStream(c failure.Classification) error {
 // Nothing is retried after the commit (SPEC §8.2, §12.1).
 func (p *attemptProcessor) endCommitted(c failure.Classification, info stream.ErrorInfo) error {
 	s := p.sse
+	if err := p.commit(); err != nil {
+		return err
+	}
 	p.phase = attemptDone
 	s.ended = true
 	latency := s.lastByte.Sub(p.sentAt)

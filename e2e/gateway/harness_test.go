@@ -53,8 +53,9 @@ type deployment struct {
 	WrongKey bool
 	Weight   uint32
 	Price    float64
-	// ResponseMs / TotalMs lower the deployment's text policies (JSON and stream).
-	ResponseMs, TotalMs uint64
+	// ResponseMs / TotalMs lower the deployment's text policies (JSON and stream), IdleMs
+	// its stream policy's idle timeout.
+	ResponseMs, TotalMs, IdleMs uint64
 	// URL, when set, is the provider's base URL instead of a fake's (a hand-written server).
 	URL string
 }
@@ -162,15 +163,18 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		if d.Price > 0 {
 			cd.Price = &configv1.Price{InputPerMillion: &d.Price, OutputPerMillion: &d.Price}
 		}
-		if d.ResponseMs > 0 || d.TotalMs > 0 {
-			p := &configv1.ExecutionPolicy{}
+		if d.ResponseMs > 0 || d.TotalMs > 0 || d.IdleMs > 0 {
+			p, sp := &configv1.ExecutionPolicy{}, &configv1.ExecutionPolicy{}
 			if d.ResponseMs > 0 {
-				p.ResponseMs = &d.ResponseMs
+				p.ResponseMs, sp.ResponseMs = &d.ResponseMs, &d.ResponseMs
 			}
 			if d.TotalMs > 0 {
-				p.TotalMs = &d.TotalMs
+				p.TotalMs, sp.TotalMs = &d.TotalMs, &d.TotalMs
 			}
-			cd.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{"text": {Json: p, Stream: p}}
+			if d.IdleMs > 0 {
+				sp.IdleMs = &d.IdleMs
+			}
+			cd.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{"text": {Json: p, Stream: sp}}
 		}
 		secrets[d.ID] = providerKey(d.ID)
 		if d.WrongKey {

@@ -1,0 +1,191 @@
+package gateway_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
+)
+
+// streamChat streams a chat completion with openai-go and returns the accumulated text.
+func (g *gateway) streamChat(t *testing.T, opts ...option.RequestOption) (string, error) {
+	t.Helper()
+	p := chat("gpt-4o")
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	s := g.openai(opts...).Chat.Completions.NewStreaming(ctxT(t), p)
+	var acc openai.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if len(acc.Choices) == 0 {
+		return "", s.Err()
+	}
+	return acc.Choices[0].Message.Content, s.Err()
+}
+
+const fullText = "Hello from the fake provider."
+
+func TestStreamSucceeds(t *testing.T) {
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
+	text, err := g.streamChat(t)
+	if err != nil || text != fullText {
+		t.Fatalf("text %q err %v", text, err)
+	}
+	r, _ := g.fakes["oa"].LastRequest()
+	if !r.Stream || !r.Get("stream_options.include_usage").Bool() {
+		t.Errorf("provider request %s", r.Body)
+	}
+	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("oa") == 0 })
+}
+
+func TestStreamRoleOnlyThenResetFailsOverInFull(t *testing.T) {
+	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: priceBased()})
+	text, err := g.streamChat(t, option.WithHeader(fakeprovider.FaultHeader, "server=a; end=reset; after=0"))
+	if err != nil || text != fullText {
+		t.Fatalf("text %q err %v", text, err)
+	}
+	if got := g.served(); got["a"] != 1 || got["b"] != 1 {
+		t.Errorf("served %v", got)
+	}
+}
+
+func TestStreamInBandErrorBeforeContentFailsOver(t *testing.T) {
+	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: priceBased()})
+	text, err := g.streamChat(t, option.WithHeader(fakeprovider.FaultHeader, "server=a; end=error; after=0; error=overloaded"))
+	if err != nil || text != fullText {
+		t.Fatalf("text %q err %v", text, err)
+	}
+	if got := g.served(); got["a"] != 1 || got["b"] != 1 {
+		t.Errorf("served %v", got)
+	}
+}
+
+func TestStreamKeepalivesDoNotCommit(t *testing.T) {
+	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: priceBased()})
+	text, err := g.streamChat(t, option.WithHeader(fakeprovider.FaultHeader,
+		"server=a; stall=300ms; stall-after=0; keepalive=50ms; end=error; after=0"))
+	if err != nil || text != fullText {
+		t.Fatalf("keepalives committed the stream: text %q err %v", text, err)
+	}
+	if got := g.served(); got["b"] != 1 {
+		t.Errorf("served %v", got)
+	}
+}
+
+func TestStreamFailureAfterContentIsAnErrorWithTheRequestID(t *testing.T) {
+	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: priceBased()})
+	text, err := g.streamChat(t, option.WithHeader(fakeprovider.FaultHeader, "server=a; end=cut; after=2"))
+	if err == nil {
+		t.Fatalf("a cut stream returned cleanly: %q", text)
+	}
+	if !strings.Contains(err.Error(), "upstream_stream_truncated") || !strings.Contains(err.Error(), "req") {
+		t.Errorf("error %v, want upstream_stream_truncated with the request id", err)
+	}
+	if !strings.HasPrefix(fullText, text) || text == fullText {
+		t.Errorf("text %q, want a proper prefix of one model's output", text)
+	}
+	if got := g.served(); got["b"] != 0 {
+		t.Errorf("retried after commit: served %v", got)
+	}
+	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("a", "b") == 0 })
+}
+
+func TestStreamInBandErrorAfterContent(t *testing.T) {
+	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: priceBased()})
+	_, err := g.streamChat(t, option.WithHeader(fakeprovider.FaultHeader, "server=a; end=error; after=2; message=model exploded"))
+	if err == nil || !strings.Contains(err.Error(), "model exploded") {
+		t.Fatalf("err %v, want the provider's error", err)
+	}
+	if got := g.served(); got["b"] != 0 {
+		t.Errorf("retried after commit: served %v", got)
+	}
+}
+
+func TestStreamStallIsAnErrorAfterIdleMs(t *testing.T) {
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI, IdleMs: 400}}, gatewayOptions{})
+	text, err := g.streamChat(t, option.WithHeader(fakeprovider.FaultHeader, "stall=10s; stall-after=2"))
+	if err == nil || !strings.Contains(err.Error(), "upstream_stream_idle") {
+		t.Fatalf("err %v, want the idle error event", err)
+	}
+	if text == "" || !strings.HasPrefix(fullText, text) || text == fullText {
+		t.Errorf("text before the error %q, want a proper prefix of %q sent once", text, fullText)
+	}
+}
+
+func TestStreamWithoutDoneIsComplete(t *testing.T) {
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
+	text, err := g.streamChat(t, option.WithHeader(fakeprovider.FaultHeader, "end=nodone"))
+	if err != nil || text != fullText {
+		t.Fatalf("text %q err %v", text, err)
+	}
+	eventually(t, "the anomaly record", func() bool { return strings.Contains(g.logs.String(), "no [DONE]") })
+}
+
+func TestStreamUnifiedRoutingOnTheLastChunk(t *testing.T) {
+	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: priceBased()})
+	p := chat("gpt-4o")
+	s := g.openai(option.WithHeader("x-unified-routing-metadata", "true"), option.WithHeader(fakeprovider.FaultHeader, "server=a; status=500")).
+		Chat.Completions.NewStreaming(ctxT(t), p)
+	var last string
+	for s.Next() {
+		if raw := s.Current().RawJSON(); strings.Contains(raw, "unified_routing") {
+			last = raw
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(last, `"deployment":"b"`) || !strings.Contains(last, `"move":"failover"`) {
+		t.Errorf("unified_routing chunk %s", last)
+	}
+}
+
+func TestStreamResponsesAndAnthropic(t *testing.T) {
+	g := startGateway(t, []deployment{
+		{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI},
+		{ID: "an", Model: "claude", ProviderModel: "claude-sonnet-4-5", Kind: fakeprovider.Anthropic},
+	}, gatewayOptions{})
+	rs := g.openai().Responses.NewStreaming(ctxT(t), responses.ResponseNewParams{Model: "gpt-4o",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	var text strings.Builder
+	for rs.Next() {
+		if ev := rs.Current(); ev.Type == "response.output_text.delta" {
+			text.WriteString(ev.Delta)
+		}
+	}
+	if err := rs.Err(); err != nil || text.String() != fullText {
+		t.Fatalf("responses text %q err %v", text.String(), err)
+	}
+	ms := g.anthropic().Messages.NewStreaming(ctxT(t), anthropic.MessageNewParams{Model: "claude", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	var msg anthropic.Message
+	for ms.Next() {
+		if err := msg.Accumulate(ms.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ms.Err(); err != nil || len(msg.Content) == 0 || msg.Content[0].Text != fullText {
+		t.Fatalf("anthropic %+v err %v", msg.Content, err)
+	}
+	// An in-band error after content reaches the Anthropic SDK as an error.
+	ms = g.anthropic(anthropicHeader(fakeprovider.FaultHeader, "end=error; after=2")).Messages.NewStreaming(ctxT(t),
+		anthropic.MessageNewParams{Model: "claude", MaxTokens: 64,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	for ms.Next() {
+	}
+	var aErr *anthropic.Error
+	if err := ms.Err(); err == nil || (!errors.As(err, &aErr) && !strings.Contains(err.Error(), "error")) {
+		t.Errorf("anthropic stream err %v", err)
+	}
+}
+
+func anthropicHeader(k, v string) anthropicoption.RequestOption {
+	return anthropicoption.WithHeader(k, v)
+}
