@@ -17,20 +17,27 @@ import (
 
 	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/xds"
 )
 
 // dataPlaneFlags configure the ext_proc gRPC server Envoy calls and the trampoline.
 type dataPlaneFlags struct {
 	extprocAddr    string
 	trampolineAddr string
-	stateKeysFile  string
-	maxRedirects   int
-	drain          time.Duration
+	// xdsAddr serves ADS; trampolineAdvertise is the trampoline's address as Envoy reaches
+	// it (the listener's address when empty).
+	xdsAddr, trampolineAdvertise string
+	stateKeysFile                string
+	maxRedirects                 int
+	drain                        time.Duration
 }
 
 func (f *dataPlaneFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.extprocAddr, "extproc-listen", "127.0.0.1:9002", "address of the ext_proc gRPC server (Envoy's switchyard_extproc cluster)")
 	fs.StringVar(&f.trampolineAddr, "trampoline-listen", "127.0.0.1:9003", "address of the trampoline (priority 1 of every deployment cluster)")
+	fs.StringVar(&f.xdsAddr, "xds-listen", "127.0.0.1:18000", "address of the xDS (ADS) server publishing the deployment clusters and the route; empty: none")
+	fs.StringVar(&f.trampolineAdvertise, "trampoline-advertise", "", "host:port at which Envoy reaches the trampoline (default: the -trampoline-listen address)")
 	fs.StringVar(&f.stateKeysFile, "state-keys-file", "", "file of the attempt-state keys (base64, current first); else "+extproc.StateKeysEnv)
 	fs.IntVar(&f.maxRedirects, "max-internal-redirects", extproc.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long in-flight ext_proc streams may finish on shutdown")
@@ -60,10 +67,12 @@ type dataPlane struct {
 	trampoline *http.Server
 	extprocLn  net.Listener
 	trampLn    net.Listener
+	xds        *xds.Server
+	xdsLn      net.Listener
 	drain      time.Duration
 }
 
-func startDataPlane(f dataPlaneFlags, keys extproc.Keys, router *routing.Router, reg prometheus.Registerer, log *slog.Logger) (*dataPlane, error) {
+func startDataPlane(f dataPlaneFlags, keys extproc.Keys, router *routing.Router, live *config.Live, reg prometheus.Registerer, log *slog.Logger) (*dataPlane, error) {
 	if err := extproc.CheckRedirectBudget(router.Config(), f.maxRedirects); err != nil {
 		return nil, err
 	}
@@ -85,11 +94,36 @@ func startDataPlane(f dataPlaneFlags, keys extproc.Keys, router *routing.Router,
 		_ = dp.extprocLn.Close()
 		return nil, fmt.Errorf("trampoline listener: %w", err)
 	}
+	if f.xdsAddr != "" {
+		advertise := f.trampolineAdvertise
+		if advertise == "" {
+			advertise = dp.trampLn.Addr().String()
+		}
+		// The route's redirect budget and body limit are switchyard's own, so Envoy and the
+		// data plane can never disagree.
+		dp.xds, err = xds.NewServer(live, xds.Options{Trampoline: advertise, MaxInternalRedirects: uint32(f.maxRedirects),
+			RequestBodyBufferLimit: uint64(extproc.DefaultMaxRequestBody)}, log, reg)
+		if err == nil {
+			dp.xdsLn, err = net.Listen("tcp", f.xdsAddr)
+		}
+		if err != nil {
+			_ = dp.extprocLn.Close()
+			_ = dp.trampLn.Close()
+			return nil, fmt.Errorf("xDS server: %w", err)
+		}
+	}
 	return dp, nil
 }
 
-// serve runs both servers; the first error ends it.
-func (dp *dataPlane) serve(errc chan<- error) {
+// serve runs the servers until ctx is done; the first error ends it.
+func (dp *dataPlane) serve(ctx context.Context, errc chan<- error) {
+	if dp.xds != nil {
+		go func() {
+			if err := dp.xds.Serve(ctx, dp.xdsLn); err != nil {
+				errc <- fmt.Errorf("xDS server: %w", err)
+			}
+		}()
+	}
 	go func() { errc <- fmt.Errorf("ext_proc server: %w", dp.grpc.Serve(dp.extprocLn)) }()
 	go func() {
 		if err := dp.trampoline.Serve(dp.trampLn); !errors.Is(err, http.ErrServerClosed) {
@@ -111,4 +145,11 @@ func (dp *dataPlane) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = dp.trampoline.Shutdown(ctx)
+}
+
+func (dp *dataPlane) xdsAddr() string {
+	if dp.xdsLn == nil {
+		return ""
+	}
+	return dp.xdsLn.Addr().String()
 }

@@ -119,7 +119,7 @@ func TestStateKeysRequiredWithASharedStore(t *testing.T) {
 	defer cancel()
 	var logs syncBuffer
 	err := run(ctx, []string{"-config", writeConfig(t, "r1"), "-store", "redis", "-redis-addrs", redisServer.Addr(t),
-		"-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0"},
+		"-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
 		func(string) string { return "" }, &logs, nil)
 	if err == nil || !strings.Contains(err.Error(), extproc.StateKeysEnv) {
 		t.Fatalf("err %v, want a refusal naming %s", err, extproc.StateKeysEnv)
@@ -133,7 +133,7 @@ func TestMaxAttemptsMustFitTheRedirectBudget(t *testing.T) {
 	defer cancel()
 	var logs syncBuffer
 	err := run(ctx, []string{"-config", writeConfig(t, "r1"), "-max-internal-redirects", "2",
-		"-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0"},
+		"-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
 		func(string) string { return "" }, &logs, nil)
 	if err == nil || !strings.Contains(err.Error(), "maxAttempts") {
 		t.Fatalf("err %v, want the redirect budget refused", err)

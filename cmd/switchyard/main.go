@@ -115,7 +115,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	dp, err := startDataPlane(df, keys, router, reg, log)
+	dp, err := startDataPlane(df, keys, router, live, reg, log)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	snap := live.Load()
 	log.Info("switchyard started", "admin", ln.Addr().String(), "extproc", dp.extprocLn.Addr().String(),
-		"trampoline", dp.trampLn.Addr().String(), "store", st.name,
+		"trampoline", dp.trampLn.Addr().String(), "xds", dp.xdsAddr(), "store", st.name,
 		"config_version", snap.Version, "deployments", len(snap.Deployments), "models", len(snap.Groups),
 		"strategy", snap.Settings.Strategy.String())
 	if ready != nil {
@@ -148,7 +148,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	errc := make(chan error, 3)
 	go func() { errc <- fmt.Errorf("admin server: %w", srv.Serve(ln)) }()
-	dp.serve(errc)
+	dp.serve(ctx, errc)
 	select {
 	case err := <-errc:
 		dp.stop()

@@ -68,7 +68,7 @@ func startEnv(t *testing.T, extra map[string]string, args ...string) *instance {
 		env[k] = v
 	}
 	go func() {
-		in.done <- run(ctx, append(args, "-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0"), func(k string) string { return env[k] }, in.logs, ready)
+		in.done <- run(ctx, append(args, "-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", "127.0.0.1:0"), func(k string) string { return env[k] }, in.logs, ready)
 	}()
 	select {
 	case st := <-ready:
