@@ -118,7 +118,7 @@ func (s *Store) ReplaceConfigIf(ctx context.Context, expected uint64, cfg *confi
 	return s.replace(ctx, "replace config if", strconv.FormatUint(expected, 10), cfg)
 }
 
-// replace runs lua/config_replace.lua; expected is ” for an unconditional replace.
+// replace runs lua/config_replace.lua; expected is empty for an unconditional replace.
 func (s *Store) replace(ctx context.Context, op, expected string, cfg *configv1.Config) (uint64, error) {
 	args := []any{s.channel(), expected}
 	if rs := cfg.GetRouterSettings(); rs != nil {
