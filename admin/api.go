@@ -47,6 +47,11 @@ type api struct {
 	retry int // read-modify-write attempts of a write without If-Match
 }
 
+// writeAttempts bounds the read-modify-write rounds of a write without If-Match. Each round
+// some concurrent writer wins, so a writer racing k others loses at most k rounds; operator
+// traffic is far below this.
+const writeAttempts = 16
+
 // NewAPI returns the admin API handler: configuration CRUD under /admin (SPEC §11), client
 // keys, GET /v1/models and the status view, all behind the master key.
 func NewAPI(opts APIOptions) (http.Handler, error) {
@@ -54,7 +59,7 @@ func NewAPI(opts APIOptions) (http.Handler, error) {
 		return nil, errors.New("admin: NewAPI needs a configuration store and a validator")
 	}
 	a := &api{cs: opts.Config, v: opts.Validator, keys: opts.ClientKeys, r: opts.Router,
-		rand: opts.Rand, now: opts.Now, log: opts.Logger, retry: 5}
+		rand: opts.Rand, now: opts.Now, log: opts.Logger, retry: writeAttempts}
 	if a.rand == nil {
 		a.rand = rand.Reader
 	}

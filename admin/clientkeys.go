@@ -207,4 +207,3 @@ func (a *api) routeClientKeys(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 }
-
