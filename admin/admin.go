@@ -1,15 +1,13 @@
 // Package admin serves switchyard's operator HTTP endpoints: liveness and readiness, and the
-// deployment status report of SPEC §10.3. (The configuration endpoints of SPEC §11 join it
-// when the admin API lands.)
+// deployment status report of SPEC §10.3 (Handler, for the operator listener); and the admin
+// API of SPEC §11 (NewAPI, for its own listener).
 package admin
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/switchyard-gw/switchyard/routing"
 )
@@ -62,11 +60,14 @@ func Handler(r *routing.Router, opts Options) http.Handler {
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
 	}
-	mux.HandleFunc("GET /v1/models/{model}/deployments", func(w http.ResponseWriter, req *http.Request) {
-		if !authorized(req, opts.MasterKey) {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "A valid master key is required.")
-			return
-		}
+	mux.Handle("GET /v1/models/{model}/deployments", requireMaster(opts.MasterKey, statusHandler(r, log)))
+	return mux
+}
+
+// statusHandler serves the deployment status report of SPEC §10.3 (authentication is the
+// caller's).
+func statusHandler(r *routing.Router, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
 		model := req.PathValue("model")
 		statuses, ok, err := r.Status(req.Context(), model)
 		switch {
@@ -78,17 +79,7 @@ func Handler(r *routing.Router, opts Options) http.Handler {
 		default:
 			writeJSON(w, http.StatusOK, map[string]any{"object": "list", "model": model, "data": statuses})
 		}
-	})
-	return mux
-}
-
-// authorized compares the bearer token with the master key in constant time.
-func authorized(req *http.Request, key string) bool {
-	if key == "" {
-		return false
 	}
-	token, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(key)) == 1
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

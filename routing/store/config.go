@@ -23,6 +23,12 @@ type ConfigStore interface {
 	// ReplaceConfig replaces everything (used to seed a store from a config file). Deployments
 	// with an empty apiKey keep the secret already stored for their id.
 	ReplaceConfig(ctx context.Context, cfg *configv1.Config) (uint64, error)
+	// ReplaceConfigIf is ReplaceConfig applied only while the stored version is still
+	// expected, atomically (a compare-and-swap on the version): the admin API reads the
+	// configuration, changes it, validates the whole result and writes it back with this, so
+	// two operators, or two replicas, can never overwrite each other's change unseen. It
+	// returns ErrVersionConflict, changing nothing, when another write got in first.
+	ReplaceConfigIf(ctx context.Context, expected uint64, cfg *configv1.Config) (uint64, error)
 	// PutRouterSettings stores the complete effective settings.
 	PutRouterSettings(ctx context.Context, s *configv1.RouterSettings) (uint64, error)
 	// PutDeployment creates or replaces a deployment by id. An empty apiKey keeps the stored
@@ -55,3 +61,7 @@ type ConfigSnapshot struct {
 
 // ErrNotFound is returned when deleting something that does not exist.
 var ErrNotFound = errors.New("not found")
+
+// ErrVersionConflict is returned by ReplaceConfigIf when the stored version is no longer the
+// expected one.
+var ErrVersionConflict = errors.New("configuration version conflict")

@@ -23,6 +23,7 @@ type Store interface {
 	Attempts
 	Probes
 	ConfigStore
+	ClientKeys
 	// Close releases the store's resources.
 	Close() error
 }

@@ -77,30 +77,43 @@ func (s *Store) ConfigVersion(context.Context) (uint64, error) {
 // ReplaceConfig implements store.ConfigStore.
 func (s *Store) ReplaceConfig(_ context.Context, cfg *configv1.Config) (uint64, error) {
 	return s.write(func(c *configState) error {
-		old := c.secrets
-		*c = configState{version: c.version,
-			deployments: make(map[string]*configv1.Deployment),
-			secrets:     make(map[string]string),
-			chains:      make(map[chainKey]*configv1.FallbackChain),
-			policies:    make(map[string]*configv1.ModelPolicy),
-		}
-		if cfg.GetRouterSettings() != nil {
-			c.settings = proto.Clone(cfg.GetRouterSettings()).(*configv1.RouterSettings)
-		}
-		for _, d := range cfg.GetDeployments() {
-			if d.GetApiKey() == "" && old[d.GetId()] != "" {
-				c.secrets[d.GetId()] = old[d.GetId()]
-			}
-			c.putDeployment(d)
-		}
-		for _, ch := range cfg.GetFallbackChains() {
-			c.chains[chainKey{ch.GetPublicModel(), ch.GetReason()}] = proto.Clone(ch).(*configv1.FallbackChain)
-		}
-		for _, p := range cfg.GetModelPolicies() {
-			c.policies[p.GetPublicModel()] = proto.Clone(p).(*configv1.ModelPolicy)
-		}
+		c.replace(cfg)
 		return nil
 	})
+}
+
+// ReplaceConfigIf implements store.ConfigStore: the version check and the replacement happen
+// under one lock.
+func (s *Store) ReplaceConfigIf(_ context.Context, expected uint64, cfg *configv1.Config) (uint64, error) {
+	return s.write(func(c *configState) error {
+		if c.version != expected {
+			return store.ErrVersionConflict
+		}
+		c.replace(cfg)
+		return nil
+	})
+}
+
+// replace swaps in cfg; deployments without an apiKey keep their stored secret.
+func (c *configState) replace(cfg *configv1.Config) {
+	old, version := c.secrets, c.version
+	*c = newConfigState()
+	c.version = version
+	if cfg.GetRouterSettings() != nil {
+		c.settings = proto.Clone(cfg.GetRouterSettings()).(*configv1.RouterSettings)
+	}
+	for _, d := range cfg.GetDeployments() {
+		if d.GetApiKey() == "" && old[d.GetId()] != "" {
+			c.secrets[d.GetId()] = old[d.GetId()]
+		}
+		c.putDeployment(d)
+	}
+	for _, ch := range cfg.GetFallbackChains() {
+		c.chains[chainKey{ch.GetPublicModel(), ch.GetReason()}] = proto.Clone(ch).(*configv1.FallbackChain)
+	}
+	for _, p := range cfg.GetModelPolicies() {
+		c.policies[p.GetPublicModel()] = proto.Clone(p).(*configv1.ModelPolicy)
+	}
 }
 
 // PutRouterSettings implements store.ConfigStore.

@@ -19,6 +19,7 @@ type Store struct {
 	deps     map[string]*deployment
 	domains  map[string]store.Capacity
 	config   configState
+	clients  map[string]store.ClientKey
 	watchers store.Broadcaster
 }
 
@@ -30,6 +31,7 @@ func New() *Store {
 		deps:    make(map[string]*deployment),
 		domains: make(map[string]store.Capacity),
 		config:  newConfigState(),
+		clients: make(map[string]store.ClientKey),
 	}
 }
 

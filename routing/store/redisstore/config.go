@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
@@ -108,7 +109,18 @@ func (s *Store) ConfigVersion(ctx context.Context) (uint64, error) {
 
 // ReplaceConfig implements store.ConfigStore with lua/config_replace.lua.
 func (s *Store) ReplaceConfig(ctx context.Context, cfg *configv1.Config) (uint64, error) {
-	args := []any{s.channel()}
+	return s.replace(ctx, "replace config", "", cfg)
+}
+
+// ReplaceConfigIf implements store.ConfigStore: lua/config_replace.lua checks the version in
+// the same script that writes, so the compare-and-swap is atomic on the server.
+func (s *Store) ReplaceConfigIf(ctx context.Context, expected uint64, cfg *configv1.Config) (uint64, error) {
+	return s.replace(ctx, "replace config if", strconv.FormatUint(expected, 10), cfg)
+}
+
+// replace runs lua/config_replace.lua; expected is empty for an unconditional replace.
+func (s *Store) replace(ctx context.Context, op, expected string, cfg *configv1.Config) (uint64, error) {
+	args := []any{s.channel(), expected}
 	if rs := cfg.GetRouterSettings(); rs != nil {
 		b, err := encode(rs)
 		if err != nil {
@@ -143,7 +155,7 @@ func (s *Store) ReplaceConfig(ctx context.Context, cfg *configv1.Config) (uint64
 		args = append(args, p.GetPublicModel(), b)
 	}
 	k := s.keys
-	return s.configWrite(ctx, "replace config", s.scripts.configReplace, []string{
+	return s.configWrite(ctx, op, s.scripts.configReplace, []string{
 		k.configVersion(), k.configSettings(), k.configDeployments(), k.configSecrets(),
 		k.configChains(), k.configPolicies(),
 	}, args...)
@@ -217,7 +229,8 @@ func (s *Store) delete(ctx context.Context, op, home, field string, withSecret b
 		[]string{k.configVersion(), home, k.configSecrets()}, s.channel(), field, flag)
 }
 
-// configWrite runs a config script and returns the new version; -1 means not found.
+// configWrite runs a config script and returns the new version; -1 means not found, -2 a
+// version conflict.
 func (s *Store) configWrite(ctx context.Context, op string, sc *luaScript, keys []string, args ...any) (uint64, error) {
 	ctx, cancel := s.cfgCtx(ctx)
 	defer cancel()
@@ -225,8 +238,11 @@ func (s *Store) configWrite(ctx context.Context, op string, sc *luaScript, keys 
 	if err != nil {
 		return 0, unavailable(op, err)
 	}
-	if v < 0 {
+	switch v {
+	case -1:
 		return 0, store.ErrNotFound
+	case -2:
+		return 0, store.ErrVersionConflict
 	}
 	return uint64(v), nil
 }

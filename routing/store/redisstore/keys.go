@@ -41,6 +41,10 @@ func (k keyspace) configSecrets() string     { return k.prefix + "{cfg}:secrets"
 func (k keyspace) configChains() string      { return k.prefix + "{cfg}:chains" }
 func (k keyspace) configPolicies() string    { return k.prefix + "{cfg}:policies" }
 
+// clientKeys is the hash of client API keys (id → record, clientkeys.go): durable like the
+// configuration, hence under {cfg}, though not versioned with it.
+func (k keyspace) clientKeys() string { return k.prefix + "{cfg}:clientkeys" }
+
 // configChannel is the pub/sub channel that carries new config versions. It is a plain
 // (not sharded) channel: PUBLISH reaches subscribers on every node of a cluster.
 func (k keyspace) configChannel() string { return k.prefix + "{cfg}:changed" }

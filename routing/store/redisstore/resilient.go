@@ -302,6 +302,33 @@ func (r *Resilient) ReplaceConfig(ctx context.Context, cfg *configv1.Config) (ui
 	return r.write(ctx, func() (uint64, error) { return r.remote.ReplaceConfig(ctx, cfg) })
 }
 
+// CreateClientKey implements store.ClientKeys (Redis only: keys have no local copy, so a
+// replica that cannot reach Redis cannot verify keys either).
+func (r *Resilient) CreateClientKey(ctx context.Context, k store.ClientKey) error {
+	return r.remote.CreateClientKey(ctx, k)
+}
+
+// ClientKey implements store.ClientKeys (Redis only).
+func (r *Resilient) ClientKey(ctx context.Context, id string) (store.ClientKey, error) {
+	return r.remote.ClientKey(ctx, id)
+}
+
+// ListClientKeys implements store.ClientKeys (Redis only).
+func (r *Resilient) ListClientKeys(ctx context.Context) ([]store.ClientKey, error) {
+	return r.remote.ListClientKeys(ctx)
+}
+
+// DeleteClientKey implements store.ClientKeys (Redis only).
+func (r *Resilient) DeleteClientKey(ctx context.Context, id string) error {
+	return r.remote.DeleteClientKey(ctx, id)
+}
+
+// ReplaceConfigIf implements store.ConfigStore (Redis only). A conflict is an answer, not an
+// outage.
+func (r *Resilient) ReplaceConfigIf(ctx context.Context, expected uint64, cfg *configv1.Config) (uint64, error) {
+	return r.write(ctx, func() (uint64, error) { return r.remote.ReplaceConfigIf(ctx, expected, cfg) })
+}
+
 // PutRouterSettings implements store.ConfigStore (Redis only).
 func (r *Resilient) PutRouterSettings(ctx context.Context, s *configv1.RouterSettings) (uint64, error) {
 	return r.write(ctx, func() (uint64, error) { return r.remote.PutRouterSettings(ctx, s) })
@@ -341,7 +368,7 @@ func (r *Resilient) DeleteModelPolicy(ctx context.Context, publicModel string) (
 // for one timeout, and succeed as soon as Redis is back.
 func (r *Resilient) write(ctx context.Context, fn func() (uint64, error)) (uint64, error) {
 	v, err := fn()
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrVersionConflict) {
 		r.fail(ctx, err)
 	}
 	return v, err

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,6 +138,61 @@ func runConfig(t *testing.T, f Factory) {
 		snap := load(t, s)
 		if len(snap.Config.GetDeployments()) != 2 || snap.Secrets["d1"] != "k1" || snap.Secrets["d2"] != "k3" || snap.Secrets["gone"] != "" {
 			t.Fatalf("after replace: %d deployments, secrets %v", len(snap.Config.GetDeployments()), redacted(snap.Secrets))
+		}
+	})
+
+	t.Run("ReplaceIfComparesVersions", func(t *testing.T) {
+		s, replica := open(t, f)
+		other := replica()
+		// An empty store is at version 0.
+		v1, err := s.ReplaceConfigIf(ctx(t), 0, &configv1.Config{Deployments: []*configv1.Deployment{deployment("d1", "m", "k1")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read-modify-write on another replica: the keyless deployment keeps its secret.
+		snap := load(t, other)
+		snap.Config.Deployments[0].Weight = proto.Uint32(9)
+		v2, err := other.ReplaceConfigIf(ctx(t), snap.Version, snap.Config)
+		if err != nil || v2 <= v1 {
+			t.Fatalf("ReplaceConfigIf(%d) = %d, %v; want a version above %d", snap.Version, v2, err, v1)
+		}
+		// A stale version changes nothing.
+		stale := &configv1.Config{Deployments: []*configv1.Deployment{deployment("other", "m", "k9")}}
+		if _, err := s.ReplaceConfigIf(ctx(t), v1, stale); !errors.Is(err, store.ErrVersionConflict) {
+			t.Fatalf("stale ReplaceConfigIf: %v, want ErrVersionConflict", err)
+		}
+		got := load(t, s)
+		if got.Version != v2 || len(got.Config.GetDeployments()) != 1 || got.Config.GetDeployments()[0].GetWeight() != 9 || got.Secrets["d1"] != "k1" || got.Secrets["other"] != "" {
+			t.Fatalf("after a refused write: version %d (want %d), config %v, secrets %v", got.Version, v2, got.Config, redacted(got.Secrets))
+		}
+		// Many writers on one version across replicas: exactly one wins.
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			r := replica()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cfg := &configv1.Config{Deployments: []*configv1.Deployment{deployment(fmt.Sprintf("w%d", i), "m", "")}}
+				_, errs[i] = r.ReplaceConfigIf(ctx(t), v2, cfg)
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, store.ErrVersionConflict):
+				t.Fatalf("concurrent ReplaceConfigIf: %v", err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d of %d writers on version %d succeeded, want exactly 1", won, n, v2)
+		}
+		if got := load(t, s); got.Version != v2+1 || len(got.Config.GetDeployments()) != 1 {
+			t.Fatalf("after the race: version %d with %d deployments, want %d with 1", got.Version, len(got.Config.GetDeployments()), v2+1)
 		}
 	})
 

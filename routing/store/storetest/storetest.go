@@ -27,6 +27,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Metrics", func(t *testing.T) { runMetrics(t, f) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, f) })
 	t.Run("Config", func(t *testing.T) { runConfig(t, f) })
+	t.Run("ClientKeys", func(t *testing.T) { runClientKeys(t, f) })
 }
 
 // t0 is a fixed instant: stores take time from callers, so the suite never waits on a clock.
