@@ -139,3 +139,36 @@ func TestMaxAttemptsMustFitTheRedirectBudget(t *testing.T) {
 		t.Fatalf("err %v, want the redirect budget refused", err)
 	}
 }
+
+// TestAdminAPIChangesTheConfigurationInForce: a deployment created through the admin API is
+// in the configuration the data plane routes on, without a restart.
+func TestAdminAPIChangesTheConfigurationInForce(t *testing.T) {
+	in := start(t, "-config", writeConfig(t, "a1"))
+	body := `{"id":"a2","publicModel":"m","provider":"openai","baseUrl":"https://api.example.com","providerModel":"m","apiKey":"sk-a2-secret"}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+in.addr+"/admin/deployments", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer test-master-key")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_, _ = out.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 || strings.Contains(out.String(), "sk-a2-secret") {
+		t.Fatalf("create: %d %s", resp.StatusCode, out.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for in.live.Load().Deployments["a2"] == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the new deployment never reached the configuration in force")
+		}
+		time.Sleep(20 * time.Millisecond) // real I/O: the follower reloads from the store
+	}
+	if d := in.live.Load().Deployments["a2"]; d.APIKey != "sk-a2-secret" {
+		t.Error("the new deployment's key did not reach the data plane")
+	}
+	if strings.Contains(in.logs.String(), "sk-a2-secret") {
+		t.Error("the key was logged")
+	}
+}

@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	sf.register(fs)
 	var df dataPlaneFlags
 	df.register(fs)
+	masterKeyFile := fs.String("master-key-file", "", "file holding the master key of the admin API and the status view (else "+admin.MasterKeyEnv+")")
 	overwrite := fs.Bool("config-overwrite", false, "replace the shared store's configuration with -config even when it already holds one")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -124,15 +125,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		checks = append(checks, st.check)
 	}
 
-	masterKey := getenv("SWITCHYARD_MASTER_KEY")
+	masterKey, err := admin.LoadMasterKey(getenv, *masterKeyFile)
+	if err != nil {
+		return err
+	}
 	if masterKey == "" {
-		log.Warn("SWITCHYARD_MASTER_KEY is not set; authenticated endpoints will refuse every request")
+		log.Warn("no master key (" + admin.MasterKeyEnv + " or -master-key-file); authenticated endpoints will refuse every request")
 	}
-	srv := &http.Server{
-		Handler: admin.Handler(router, admin.Options{MasterKey: masterKey, Logger: log, Checks: checks,
-			Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}),
-		ReadHeaderTimeout: 10 * time.Second,
+	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st, Logger: log})
+	if err != nil {
+		return err
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/admin/", api) // the admin API (docs/admin-api.md)
+	mux.Handle("/", admin.Handler(router, admin.Options{MasterKey: masterKey, Logger: log, Checks: checks,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *adminAddr)
 	if err != nil {
 		dp.stop()
