@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -351,6 +352,7 @@ func (p *routeProcessor) models() *extprocv3.ProcessingResponse {
 		for name := range snap.Groups {
 			names = append(names, name)
 		}
+		slices.Sort(names) // a stable listing
 	}
 	created := time.Unix(0, 0)
 	if p.route.Op == dialect.OpGetModel {
