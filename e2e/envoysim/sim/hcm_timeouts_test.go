@@ -3,6 +3,7 @@ package sim_test
 import (
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -77,18 +78,18 @@ func TestStreamIdleTimeoutAfterResponseHeaders(t *testing.T) {
 // Encode events reset the idle timer: a response that keeps streaming outlives it.
 func TestStreamIdleTimeoutResetByActivity(t *testing.T) {
 	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ *recorded) {
-		// Upstream pacing: each gap is a quarter of the idle timeout (room for a loaded
-		// machine), the whole response 2.5 times it.
-		for range 10 {
+		// Upstream pacing: each gap is a twelfth of the idle timeout (room for a machine
+		// loaded by other test binaries), the whole response 1.3 times it.
+		for range 16 {
 			_, _ = io.WriteString(w, "x")
 			w.(http.Flusher).Flush()
 			time.Sleep(250 * time.Millisecond)
 		}
 	})
-	e := timeoutEnv(t, u, "timeout: 0s", "stream_idle_timeout: 1s")
+	e := timeoutEnv(t, u, "timeout: 0s", "stream_idle_timeout: 3s")
 	r := await(t, e.do("GET", "/", "", "X-Cluster", "a"))
 	mustOK(t, r, 200)
-	if r.body != "xxxxxxxxxx" {
+	if r.body != strings.Repeat("x", 16) {
 		t.Fatalf("body %q", r.body)
 	}
 }
