@@ -1,8 +1,9 @@
-package stream
+package sdktest
 
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,17 +21,54 @@ import (
 	fp "github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/sse"
+	"github.com/switchyard-gw/switchyard/extproc/stream"
 )
+
+const testUnified = `{"strategy":"simple-shuffle","deployment":"d1"}`
+
+// upstream runs the fake provider in-process and returns the SSE body it streams for a
+// request of dialect d under fault f.
+func upstream(t *testing.T, kind fp.Kind, d dialect.Dialect, f fp.Fault, includeUsage bool) []byte {
+	t.Helper()
+	s, ts := fp.NewTestServer(t, fp.Options{Kind: kind})
+	s.Script(f)
+	url, req := ts.URL+"/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"stream":true`
+	switch d {
+	case dialect.Responses:
+		url, req = ts.URL+"/v1/responses", `{"model":"gpt-5","input":"hi","stream":true`
+	case dialect.Messages:
+		url, req = ts.URL+"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"messages":[{"role":"user","content":"hi"}],"stream":true`
+	}
+	if includeUsage {
+		req += `,"stream_options":{"include_usage":true}`
+	}
+	hr, err := http.NewRequestWithContext(sdkCtx(t), http.MethodPost, url, strings.NewReader(req+"}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("anthropic-version", "2023-06-01")
+	res, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("upstream: status %d, %v: %s", res.StatusCode, err, b)
+	}
+	return b
+}
 
 const sdkRequestID = "req-switchyard-42"
 
 // clientBody is what the attempt role sends the client for an upstream body: every event
 // passed on unchanged except the dropped usage chunk, unified_routing on the final event,
 // and, when fail is set, the in-band error event at the end (a failure after commit).
-func clientBody(t *testing.T, d dialect.Dialect, upstream []byte, fail *ErrorInfo) []byte {
+func clientBody(t *testing.T, d dialect.Dialect, upstream []byte, fail *stream.ErrorInfo) []byte {
 	t.Helper()
 	var p sse.Parser
-	c := New(d, Options{})
+	c := stream.New(d, stream.Options{})
 	var out []byte
 	emit := func(ev *sse.Event) {
 		v := c.Classify(ev)
@@ -94,10 +132,10 @@ var messageParams = anthropic.MessageNewParams{
 // rather than end as if the answer were complete (SPEC §8.2).
 func TestSDKsRaiseTheErrorEvent(t *testing.T) {
 	cut := fp.Fault{End: fp.EndCut, EndAfter: 2}
-	fail := &ErrorInfo{Type: "server_error", Code: "upstream_stream_truncated", Message: "The upstream stream ended early."}
+	fail := &stream.ErrorInfo{Type: "server_error", Code: "upstream_stream_truncated", Message: "The upstream stream ended early."}
 
 	t.Run("openai chat", func(t *testing.T) {
-		body := clientBody(t, dialect.Chat, variant{"chat", fp.OpenAI, dialect.Chat, cut, false}.body(t), fail)
+		body := clientBody(t, dialect.Chat, upstream(t, fp.OpenAI, dialect.Chat, cut, false), fail)
 		c := openAIAt(serve(t, body))
 		s := c.Chat.Completions.NewStreaming(sdkCtx(t), chatParams)
 		var text string
@@ -116,7 +154,7 @@ func TestSDKsRaiseTheErrorEvent(t *testing.T) {
 		}
 	})
 	t.Run("openai responses", func(t *testing.T) {
-		body := clientBody(t, dialect.Responses, variant{"responses", fp.OpenAI, dialect.Responses, cut, false}.body(t), fail)
+		body := clientBody(t, dialect.Responses, upstream(t, fp.OpenAI, dialect.Responses, cut, false), fail)
 		c := openAIAt(serve(t, body))
 		s := c.Responses.NewStreaming(sdkCtx(t), responsesParams)
 		deltas := 0
@@ -136,7 +174,7 @@ func TestSDKsRaiseTheErrorEvent(t *testing.T) {
 	t.Run("anthropic messages", func(t *testing.T) {
 		f := *fail
 		f.Type = "api_error"
-		body := clientBody(t, dialect.Messages, variant{"messages", fp.Anthropic, dialect.Messages, cut, false}.body(t), &f)
+		body := clientBody(t, dialect.Messages, upstream(t, fp.Anthropic, dialect.Messages, cut, false), &f)
 		c := anthropicAt(serve(t, body))
 		s := c.Messages.NewStreaming(sdkCtx(t), messageParams)
 		var msg anthropic.Message
@@ -162,7 +200,7 @@ func TestSDKsRaiseTheErrorEvent(t *testing.T) {
 func TestSDKsAcceptUnifiedRouting(t *testing.T) {
 	const text = "Hello from the fake provider."
 	t.Run("openai chat", func(t *testing.T) {
-		up := variant{"chat", fp.OpenAI, dialect.Chat, fp.Fault{}, true}.body(t)
+		up := upstream(t, fp.OpenAI, dialect.Chat, fp.Fault{}, true)
 		c := openAIAt(serve(t, clientBody(t, dialect.Chat, up, nil)))
 		s := c.Chat.Completions.NewStreaming(sdkCtx(t), chatParams)
 		var acc openai.ChatCompletionAccumulator
@@ -184,7 +222,7 @@ func TestSDKsAcceptUnifiedRouting(t *testing.T) {
 		}
 	})
 	t.Run("openai responses", func(t *testing.T) {
-		up := variant{"responses", fp.OpenAI, dialect.Responses, fp.Fault{}, false}.body(t)
+		up := upstream(t, fp.OpenAI, dialect.Responses, fp.Fault{}, false)
 		c := openAIAt(serve(t, clientBody(t, dialect.Responses, up, nil)))
 		s := c.Responses.NewStreaming(sdkCtx(t), responsesParams)
 		var completed responses.Response
@@ -201,7 +239,7 @@ func TestSDKsAcceptUnifiedRouting(t *testing.T) {
 		}
 	})
 	t.Run("anthropic messages", func(t *testing.T) {
-		up := variant{"messages", fp.Anthropic, dialect.Messages, fp.Fault{}, false}.body(t)
+		up := upstream(t, fp.Anthropic, dialect.Messages, fp.Fault{}, false)
 		c := anthropicAt(serve(t, clientBody(t, dialect.Messages, up, nil)))
 		s := c.Messages.NewStreaming(sdkCtx(t), messageParams)
 		var msg anthropic.Message
