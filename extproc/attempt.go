@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/extproc/provider"
+	"github.com/switchyard-gw/switchyard/extproc/stream"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -438,8 +439,8 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	}
 	latency := now.Sub(p.sentAt)
 	if c.Class == failure.ClassNone {
-		u := usageOf(p.held)
-		p.finishSuccess(u.completion, u.total)
+		u := stream.UsageOf(dialectOf(p.state.GetDialect()), p.held)
+		p.finishSuccess(u.Completion, u.Total)
 		body := p.held
 		if p.unified {
 			body = withUnifiedRouting(body, p.unifiedRouting(latency.Milliseconds()))

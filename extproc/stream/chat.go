@@ -23,35 +23,35 @@ func (c *Classifier) chat(ev *sse.Event) Verdict {
 		return Verdict{Malformed: len(data) != 0}
 	}
 	var v Verdict
-	emptyChoices, usage := false, gjson.Result{}
-	gjson.Parse(view(data)).ForEach(func(k, x gjson.Result) bool {
-		switch k.Raw {
-		case `"error"`:
+	emptyChoices, usage := false, ""
+	fields(view(data), func(k, x string) bool {
+		switch k {
+		case "error":
 			// Any non-null top-level error is terminal (§1.3; openai-go ssestream).
-			if !isNull(x) {
+			if x != "null" {
 				v.Error = true
 			}
-		case `"choices"`:
-			emptyChoices = !nonEmpty(x)
-			x.ForEach(func(_, ch gjson.Result) bool {
+		case "choices":
+			emptyChoices = !carries(x)
+			elements(x, func(ch string) bool {
 				if c.chatChoice(ch) {
 					v.Output = true
 				}
 				return true
 			})
-		case `"usage"`:
+		case "usage":
 			usage = x
-		case `"id"`:
-			if len(x.Raw) > 2 {
-				c.id = append(c.id[:0], x.Raw...)
+		case "id":
+			if len(x) > 2 && x[0] == '"' {
+				c.id = append(c.id[:0], x...)
 			}
-		case `"created"`:
-			if x.Type == gjson.Number {
-				c.created = append(c.created[:0], x.Raw...)
+		case "created":
+			if x != "" && x[0] >= '0' && x[0] <= '9' {
+				c.created = append(c.created[:0], x...)
 			}
-		case `"model"`:
-			if len(x.Raw) > 2 {
-				c.mdl = append(c.mdl[:0], x.Raw...)
+		case "model":
+			if len(x) > 2 && x[0] == '"' {
+				c.mdl = append(c.mdl[:0], x...)
 			}
 		}
 		return true
@@ -59,8 +59,8 @@ func (c *Classifier) chat(ev *sse.Event) Verdict {
 	if v.Error {
 		return Verdict{Error: true}
 	}
-	if usage.IsObject() {
-		c.usage.setOpenAI(usage)
+	if usage != "" && usage[0] == '{' {
+		c.usage.setOpenAI(gjson.Parse(usage))
 		// The usage chunk is "choices":[] with a non-null usage; Azure's annotation chunks
 		// also have "choices":[] but usage null (wire-formats §4.2, §7). Usage on a chunk
 		// with choices (some compatible servers) cannot be dropped without losing output.
@@ -75,28 +75,30 @@ func (c *Classifier) chat(ev *sse.Event) Verdict {
 // non-empty content, reasoning_content / reasoning (DeepSeek, vLLM, OpenRouter), refusal,
 // tool_calls or the deprecated function_call. A role-only delta, an empty content and a
 // bare finish_reason do not.
-func (c *Classifier) chatChoice(ch gjson.Result) bool {
+func (c *Classifier) chatChoice(ch string) bool {
 	var idx int64
-	var finish gjson.Result
+	finished, finish := false, ""
 	out, tools := false, false
-	ch.ForEach(func(k, x gjson.Result) bool {
-		switch k.Raw {
-		case `"index"`:
-			idx = x.Int()
-		case `"delta"`:
-			x.ForEach(func(dk, dx gjson.Result) bool {
-				switch dk.Raw {
-				case `"content"`, `"reasoning_content"`, `"reasoning"`, `"refusal"`:
-					out = out || nonEmpty(dx)
-				case `"tool_calls"`, `"function_call"`:
-					if nonEmpty(dx) {
+	fields(ch, func(k, x string) bool {
+		switch k {
+		case "index":
+			idx = gjson.Parse(x).Int()
+		case "delta":
+			fields(x, func(dk, dx string) bool {
+				switch dk {
+				case "content", "reasoning_content", "reasoning", "refusal":
+					out = out || carries(dx)
+				case "tool_calls", "function_call":
+					if carries(dx) {
 						out, tools = true, true
 					}
 				}
 				return true
 			})
-		case `"finish_reason"`:
-			finish = x
+		case "finish_reason":
+			if x != "" && x[0] == '"' {
+				finished, finish = true, x
+			}
 		}
 		return true
 	})
@@ -111,10 +113,10 @@ func (c *Classifier) chatChoice(ch gjson.Result) bool {
 	st := &c.choices[idx]
 	st.seen = true
 	st.tools = st.tools || tools
-	if finish.Type == gjson.String {
+	if finished {
 		st.finished = true
 		if idx == 0 {
-			c.finish = append(c.finish[:0], finish.Raw...)
+			c.finish = append(c.finish[:0], finish...)
 		}
 	}
 	return out

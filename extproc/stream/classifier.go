@@ -28,7 +28,7 @@ type Verdict struct {
 	// Drop: do not pass the event to the client (the hidden usage chunk).
 	Drop bool
 	// Final: the event where unified_routing goes (SPEC §10.1); Classifier.AppendFinal
-	// rewrites it.
+	// rewrites it. Never set once an in-band error was seen.
 	Final bool
 	// End: the protocol's end marker ([DONE], response.completed or .incomplete,
 	// message_stop).
@@ -120,6 +120,11 @@ func (c *Classifier) Classify(ev *sse.Event) Verdict {
 	}
 	if v.Error {
 		c.failed = true
+	}
+	if c.failed {
+		// After an in-band error (OpenAI follows it with [DONE]) there is no successful end
+		// to carry unified_routing.
+		v.Final = false
 	}
 	if v.Output && !c.committed {
 		c.committed = true

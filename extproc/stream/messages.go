@@ -22,9 +22,9 @@ func (c *Classifier) messages(ev *sse.Event) Verdict {
 	case "message_start":
 		c.usage.mergeAnthropic(root.Get("message.usage"), &c.anthropicIn)
 	case "content_block_start":
-		return Verdict{Output: c.blockStart(root.Get("content_block"))}
+		return Verdict{Output: c.blockStart(member(data, "content_block"))}
 	case "content_block_delta":
-		return Verdict{Output: deltaOutput(root.Get("delta"))}
+		return Verdict{Output: deltaOutput(member(data, "delta"))}
 	case "message_delta":
 		c.usage.mergeAnthropic(root.Get("usage"), &c.anthropicIn)
 		if r := root.Get("delta.stop_reason"); r.Type == gjson.String {
@@ -43,12 +43,12 @@ func (c *Classifier) messages(ev *sse.Event) Verdict {
 // blockStart reports whether a content block's start is output: a tool use (tool_use,
 // server_tool_use, mcp_tool_use), a server tool's result, redacted thinking — anything but
 // an empty text or thinking block, whose content comes in deltas.
-func (c *Classifier) blockStart(b gjson.Result) bool {
-	switch t := b.Get("type").Str; {
+func (c *Classifier) blockStart(b string) bool {
+	switch t := gjson.Get(b, "type").Str; {
 	case t == "text":
-		return nonEmpty(b.Get("text"))
+		return carries(member(b, "text"))
 	case t == "thinking":
-		return nonEmpty(b.Get("thinking"))
+		return carries(member(b, "thinking"))
 	case t == "":
 		return false
 	case strings.HasSuffix(t, "tool_use"):
@@ -62,18 +62,18 @@ func (c *Classifier) blockStart(b gjson.Result) bool {
 // deltaOutput reports whether a content_block_delta carries something: text_delta text,
 // input_json_delta partial_json, thinking_delta thinking, signature_delta signature,
 // citations_delta citation; an unknown delta type counts as output.
-func deltaOutput(d gjson.Result) bool {
-	switch d.Get("type").Str {
+func deltaOutput(d string) bool {
+	switch gjson.Get(d, "type").Str {
 	case "text_delta":
-		return nonEmpty(d.Get("text"))
+		return carries(member(d, "text"))
 	case "input_json_delta":
-		return nonEmpty(d.Get("partial_json"))
+		return carries(member(d, "partial_json"))
 	case "thinking_delta":
-		return nonEmpty(d.Get("thinking"))
+		return carries(member(d, "thinking"))
 	case "signature_delta":
-		return nonEmpty(d.Get("signature"))
+		return carries(member(d, "signature"))
 	case "citations_delta":
-		return nonEmpty(d.Get("citation"))
+		return carries(member(d, "citation"))
 	case "":
 		return false
 	}

@@ -73,7 +73,7 @@ func (c *Classifier) responses(ev *sse.Event) Verdict {
 		if strings.Contains(typ, "function_call") || strings.Contains(typ, "tool_call") {
 			c.tools = true
 		}
-		return Verdict{Output: nonEmpty(root.Get("delta"))}
+		return Verdict{Output: carries(member(data, "delta"))}
 	}
 	return Verdict{}
 }

@@ -1,6 +1,10 @@
 package stream
 
-import "github.com/tidwall/gjson"
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
+)
 
 // Usage is what the provider reported it used, collected across frames (SPEC §3.2 TPM,
 // §3.4 throughput; wire-formats §6).
@@ -76,4 +80,19 @@ func keep(old int64, x gjson.Result) int64 {
 		return n
 	}
 	return old
+}
+
+// UsageOf reads the usage of a whole JSON response in dialect d (a Chat completion, a
+// Responses object, an Anthropic message or an embeddings list), with the same rules as the
+// streams', so JSON and streamed attempts count tokens alike.
+func UsageOf(d dialect.Dialect, body []byte) Usage {
+	var u Usage
+	v := gjson.GetBytes(body, "usage")
+	if d == dialect.Messages {
+		var in anthropicInput
+		u.mergeAnthropic(v, &in)
+		return u
+	}
+	u.setOpenAI(v)
+	return u
 }
