@@ -12,7 +12,7 @@ PROTOVALIDATE_PROTO_VERSION := v1.2.2
 
 CONFIG ?= examples/switchyard.json
 
-.PHONY: build test test-short lint proto bench run tools fmt
+.PHONY: build test test-short lint proto bench run demo tools fmt
 
 build:
 	$(GO) build ./...
@@ -48,6 +48,14 @@ bench:
 
 run:
 	$(GO) run ./cmd/switchyard -config $(CONFIG)
+
+# The README's first command: fake providers, switchyard and envoysim (envoy/envoy.yaml) on
+# loopback, the gateway on 127.0.0.1:10000, seeded from examples/demo.json; Ctrl-C stops it.
+demo:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/switchyard ./cmd/switchyard
+	$(GO) build -o $(BIN)/switchyard-demo ./e2e/demo
+	$(BIN)/switchyard-demo -switchyard $(BIN)/switchyard $(DEMO_FLAGS)
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/staticcheck
 
