@@ -12,7 +12,7 @@ PROTOVALIDATE_PROTO_VERSION := v1.2.2
 
 CONFIG ?= examples/switchyard.json
 
-.PHONY: build test test-short lint proto bench run demo tools fmt
+.PHONY: build test test-short lint proto bench load run demo tools fmt
 
 build:
 	$(GO) build ./...
@@ -45,6 +45,11 @@ proto: $(BIN)/buf $(BIN)/protoc-gen-go
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./routing/... ./extproc/...
+
+# A load run through envoysim on loopback (cmd/loaddriver; docs/performance.md). LOAD_FLAGS
+# passes flags, e.g. LOAD_FLAGS='-streams 500 -requests 5000'.
+load:
+	$(GO) run ./cmd/loaddriver $(LOAD_FLAGS)
 
 run:
 	$(GO) run ./cmd/switchyard -config $(CONFIG)

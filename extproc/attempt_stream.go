@@ -71,7 +71,9 @@ func (p *attemptProcessor) rearm() {
 	if s.idle > 0 && s.lastByte.Add(s.idle).Before(next) {
 		next = s.lastByte.Add(s.idle)
 	}
-	if s.timer != nil && next.Equal(s.timerAt) {
+	if s.timer != nil && !s.timerAt.After(next) {
+		// The armed timer fires at or before next; onTimer re-arms then. Re-arming at
+		// every chunk would allocate a timer per chunk (the idle moment moves each time).
 		return
 	}
 	s.timerAt, s.timer = next, p.s.clock.After(next.Sub(p.s.clock.Now()))

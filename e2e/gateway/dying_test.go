@@ -1,6 +1,9 @@
 package gateway_test
 
 import (
+	"strings"
+
+	"github.com/openai/openai-go/v3/option"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -124,4 +127,62 @@ func (r *replica) messages(role, message string) uint64 {
 		}
 	}
 	return 0
+}
+
+// TestAttemptRoleDiesDuringACommittedStream: the first content chunk reached the client when
+// the replica serving the attempt role dies, the provider still streaming. Envoy marks
+// processing complete on the gRPC error (Filter::onGrpcError; no fail-open once
+// FULL_DUPLEX_STREAMED body chunks went out, and its own error reply is ignored upstream),
+// re-injects the chunks the processor had not answered (clearAsyncState) and passes every
+// later chunk on unprocessed (Filter::onData returns Continue once processing_complete_).
+// So a provider that keeps streaming is delivered in full, unprocessed; one that goes
+// silent is ended by the HCM's stream_idle_timeout, which resets the client's stream and
+// the SDK raises an error — never a clean end of a truncated answer.
+func TestAttemptRoleDiesDuringACommittedStream(t *testing.T) {
+	const idle = 2 * time.Second
+	for _, tc := range []struct {
+		name, fault string
+		// complete: the client gets the whole answer without error; else an error
+		// after about stream_idle_timeout.
+		complete bool
+		bound    time.Duration
+	}{
+		{"provider keeps streaming", "stall=1s; stall-after=2", true, time.Second + 2*time.Second},
+		{"provider goes silent", "stall=30s; stall-after=2", false, idle + 2*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}},
+				gatewayOptions{streamIdleTimeout: idle.String()})
+			s := g.openai(option.WithHeader(fakeprovider.FaultHeader, tc.fault)).Chat.Completions.NewStreaming(ctxT(t), chat("gpt-4o"))
+			var text strings.Builder
+			var stopped time.Time
+			for s.Next() {
+				for _, c := range s.Current().Choices {
+					text.WriteString(c.Delta.Content)
+				}
+				if text.Len() > 0 && stopped.IsZero() {
+					g.replicas[0].grpc.Stop()
+					stopped = time.Now()
+				}
+			}
+			err := s.Err()
+			took := time.Since(stopped)
+			if stopped.IsZero() {
+				t.Fatalf("no content before the end: err %v", err)
+			}
+			t.Logf("attempt role died after commit: client got %q, err %v, %v after the death (stream_idle_timeout %v)",
+				text.String(), err, took.Round(10*time.Millisecond), idle)
+			switch {
+			case tc.complete && (err != nil || text.String() != fullText):
+				t.Errorf("got %q err %v, want the whole answer", text.String(), err)
+			case !tc.complete && err == nil:
+				t.Errorf("a stream cut by switchyard's death ended cleanly with %q", text.String())
+			}
+			if took > tc.bound {
+				t.Errorf("the client waited %v, want at most %v", took, tc.bound)
+			}
+			// The dying stream's context ends and releases the attempt's in-flight entry.
+			eventually(t, "in-flight back to 0", func() bool { return g.inFlight("oa") == 0 })
+		})
+	}
 }

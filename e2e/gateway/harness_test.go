@@ -108,6 +108,8 @@ type gatewayOptions struct {
 	replicas int
 	// replicaStores, when set, gives each replica its own store client (Redis).
 	replicaStores []store.Store
+	// streamIdleTimeout is the HCM's stream_idle_timeout ("" = the template's default).
+	streamIdleTimeout string
 }
 
 func testKeys(t *testing.T) extproc.Keys {
@@ -225,14 +227,15 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	}
 	var yaml bytes.Buffer
 	err = tmpl.Execute(&yaml, map[string]any{
-		"ListenPort":     0,
-		"MaxRedirects":   extproc.DefaultMaxRedirects,
-		"ConnectTimeout": "1s",
-		"ExtProc":        endpoint{Host: eh, Port: ep},
-		"AttemptExtProc": endpoint{Host: ah, Port: ap},
-		"AttemptCluster": attemptCluster,
-		"Trampoline":     endpoint{Host: th, Port: tp},
-		"Deployments":    eps,
+		"ListenPort":        0,
+		"MaxRedirects":      extproc.DefaultMaxRedirects,
+		"ConnectTimeout":    "1s",
+		"ExtProc":           endpoint{Host: eh, Port: ep},
+		"AttemptExtProc":    endpoint{Host: ah, Port: ap},
+		"AttemptCluster":    attemptCluster,
+		"Trampoline":        endpoint{Host: th, Port: tp},
+		"Deployments":       eps,
+		"StreamIdleTimeout": o.streamIdleTimeout,
 	})
 	if err != nil {
 		t.Fatal(err)
