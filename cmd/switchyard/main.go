@@ -52,6 +52,7 @@ type started struct {
 	operator   string       // the operator listener's address
 	extproc    string       // the ext_proc gRPC listener's address
 	trampoline string       // the trampoline's address
+	xds        string       // the xDS server's address ("" when off)
 	live       *config.Live // the configuration in force
 }
 
@@ -176,7 +177,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		"deployments", len(snap.Deployments), "models", len(snap.Groups), "strategy", snap.Settings.Strategy.String())
 	if ready != nil {
 		ready <- started{addr: ln.Addr().String(), operator: opLn.Addr().String(), extproc: dp.extprocLn.Addr().String(),
-			trampoline: dp.trampLn.Addr().String(), live: live}
+			trampoline: dp.trampLn.Addr().String(), xds: dp.xdsAddr(), live: live}
 	}
 	errc := make(chan error, 4)
 	go func() { errc <- fmt.Errorf("admin server: %w", adminSrv.Serve(ln)) }()

@@ -43,11 +43,11 @@ type instance struct {
 	addr     string // the admin listener
 	operator string // the operator listener
 	// extproc and trampoline are the data plane's listeners.
-	extproc, trampoline string
-	live                *config.Live // the configuration in force
-	logs                *syncBuffer
-	cancel              context.CancelFunc
-	done                chan error
+	extproc, trampoline, xds string
+	live                     *config.Live // the configuration in force
+	logs                     *syncBuffer
+	cancel                   context.CancelFunc
+	done                     chan error
 }
 
 // testStateKey is an attempt-state key (base64 of 32 bytes).
@@ -73,7 +73,7 @@ func startEnv(t *testing.T, extra map[string]string, args ...string) *instance {
 	}()
 	select {
 	case st := <-ready:
-		in.addr, in.operator, in.live, in.extproc, in.trampoline = st.addr, st.operator, st.live, st.extproc, st.trampoline
+		in.addr, in.operator, in.live, in.extproc, in.trampoline, in.xds = st.addr, st.operator, st.live, st.extproc, st.trampoline, st.xds
 	case err := <-in.done:
 		t.Fatalf("switchyard exited: %v\n%s", err, in.logs)
 	case <-time.After(30 * time.Second):
