@@ -47,7 +47,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./routing/... ./extproc/...
 
 run:
-	$(GO) run ./cmd/switchyard -config $(CONFIG)
+	$(GO) run ./cmd/switchyard -config $(CONFIG) -client-auth envoy
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/staticcheck
 
