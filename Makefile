@@ -52,7 +52,7 @@ load:
 	$(GO) run ./cmd/loaddriver $(LOAD_FLAGS)
 
 run:
-	$(GO) run ./cmd/switchyard -config $(CONFIG)
+	$(GO) run ./cmd/switchyard -config $(CONFIG) -client-auth envoy
 
 # The README's first command: fake providers, switchyard and envoysim (envoy/envoy.yaml) on
 # loopback, the gateway on 127.0.0.1:10000, seeded from examples/demo.json; Ctrl-C stops it.

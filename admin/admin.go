@@ -1,6 +1,7 @@
-// Package admin serves switchyard's operator HTTP endpoints: liveness and readiness, and the
-// deployment status report of SPEC §10.3 (Handler, for the operator listener); and the admin
-// API of SPEC §11 (NewAPI, for its own listener).
+// Package admin serves switchyard's operator HTTP endpoints: liveness, readiness and metrics
+// (Handler, for the operator listener, which kubelet and Prometheus reach); and the admin
+// API of SPEC §11 with the deployment status report of SPEC §10.3 (NewAPI, for the admin
+// listener, behind the master key).
 package admin
 
 import (
@@ -22,22 +23,15 @@ type Readiness struct {
 
 // Options configure the handler.
 type Options struct {
-	// MasterKey guards the authenticated endpoints (Authorization: Bearer <key>). Empty
-	// disables them: they answer 401, never open access.
-	MasterKey string
 	// Checks are run by /readyz.
 	Checks []func(context.Context) Readiness
 	// Metrics serves /metrics (Prometheus); nil leaves the path unrouted.
 	Metrics http.Handler
-	Logger  *slog.Logger
 }
 
-// Handler returns the admin HTTP handler.
+// Handler returns the operator HTTP handler: nothing on it needs a key, so nothing on it
+// shows configuration or routing state.
 func Handler(r *routing.Router, opts Options) http.Handler {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -60,7 +54,6 @@ func Handler(r *routing.Router, opts Options) http.Handler {
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
 	}
-	mux.Handle("GET /v1/models/{model}/deployments", requireMaster(opts.MasterKey, statusHandler(r, log)))
 	return mux
 }
 

@@ -43,14 +43,14 @@ func TestReadinessReflectsChecks(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || body.Ready || len(body.Checks) != 2 || body.Checks[1].Detail != "redis unreachable" {
 		t.Fatalf("/readyz = %d %+v, want 503 with the failing check's detail", resp.StatusCode, body)
 	}
-	// No master key configured: the authenticated endpoint refuses, never opens.
+	// The operator listener shows no routing state: the status view is the admin API's.
 	resp2, err := http.Get(srv.URL + "/v1/models/m/deployments")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp2.Body.Close()
-	if resp2.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("without a master key: %d, want 401", resp2.StatusCode)
+	if resp2.StatusCode != http.StatusNotFound {
+		t.Fatalf("status view on the operator handler: %d, want 404", resp2.StatusCode)
 	}
 }
 
@@ -65,8 +65,17 @@ func TestDeploymentStatusReportsDisabled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := routing.New(config.NewLive(snap), memstore.New(), routing.Options{})
-	srv := httptest.NewServer(admin.Handler(r, admin.Options{MasterKey: "mk"}))
+	st := memstore.New()
+	r := routing.New(config.NewLive(snap), st, routing.Options{})
+	v, err := config.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := admin.NewAPI(admin.APIOptions{MasterKey: "mk", Config: st, Validator: v, Router: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
 	defer srv.Close()
 	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/models/m/deployments", nil)
 	if err != nil {

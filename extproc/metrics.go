@@ -25,6 +25,7 @@ type Metrics struct {
 	moves        *prometheus.CounterVec
 	circuits     *prometheus.CounterVec
 	ttft         *prometheus.HistogramVec
+	clientAuth   *prometheus.CounterVec
 }
 
 // NewMetrics registers the data plane's metrics with reg.
@@ -53,6 +54,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "The gateway's own processing time per ext_proc message (backoff waits excluded).",
 			Buckets: []float64{0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25},
 		}, []string{"role", "message"}),
+		clientAuth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_client_auth_rejected_total",
+			Help: "Client requests refused by the client-key check, by reason (missing, invalid, model_not_allowed, unavailable).",
+		}, []string{"reason"}),
 		stateRejects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_state_rejected_total",
 			Help: "x-switchyard-state values that did not open (forged, expired, other key or request).",
@@ -71,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help:    "Time from the request going upstream to the first committing stream frame (content, reasoning or tool call).",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
 	}, []string{"gen_ai_request_model", "gen_ai_provider_name", "switchyard_deployment"})
-	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft)
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth)
 	return m
 }
 
@@ -131,6 +136,13 @@ func (m *Metrics) stateRejected(reason RejectReason) {
 		return
 	}
 	m.stateRejects.WithLabelValues(string(reason)).Inc()
+}
+
+func (m *Metrics) clientRejected(reason string) {
+	if m == nil {
+		return
+	}
+	m.clientAuth.WithLabelValues(reason).Inc()
 }
 
 func (m *Metrics) firstToken(d *config.Deployment, model string, ttft time.Duration) {

@@ -118,7 +118,14 @@ func (p *routeProcessor) onRequestHeaders(h *extprocv3.HttpHeaders) error {
 	switch route.Op {
 	case dialect.OpListModels, dialect.OpGetModel:
 		p.phase = routeDone
+		if de := p.authorize(p.stream.Context(), route.ModelID); de != nil {
+			return p.replyError(de)
+		}
 		return p.stream.Send(p.models())
+	}
+	if de := p.missingKey(); de != nil {
+		p.phase = routeDone
+		return p.replyError(de)
 	}
 	if h.GetEndOfStream() {
 		p.phase = routeDone
@@ -156,9 +163,17 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 	if snap == nil || snap.Groups[parsed.Model] == nil {
 		return p.replyError(dialect.ModelNotFound(p.route.Family, parsed.Model))
 	}
+	if p.state != nil && p.state.GetPublicModel() != parsed.Model {
+		// A state for another model is not this request's: start over, as a first pass.
+		p.state, p.reentry = nil, false
+	}
+	if p.state == nil {
+		if de := p.authorize(ctx, parsed.Model); de != nil {
+			return p.replyError(de)
+		}
+	}
 	now := p.s.clock.Now()
-	if p.state == nil || p.state.GetPublicModel() != parsed.Model {
-		// A state for another model is not this request's: start over.
+	if p.state == nil {
 		p.state = p.newState(parsed, now)
 	}
 	req, err := requestOf(p.state)

@@ -46,6 +46,9 @@ type Options struct {
 	// MaxResponseHold bounds a JSON response the attempt role holds to classify it; a larger
 	// successful body passes through unbuffered and unmodified. Default 8 MiB.
 	MaxResponseHold int
+	// ClientAuth says who authenticates clients (clientauth.go); the zero value trusts
+	// Envoy.
+	ClientAuth ClientAuth
 	// WaitMargin is added to override_message_timeout around a backoff wait so the real
 	// answer arrives before Envoy's timer fires. Default 2 s.
 	WaitMargin time.Duration

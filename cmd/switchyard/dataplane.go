@@ -31,6 +31,8 @@ type dataPlaneFlags struct {
 	stateKeysFile                string
 	maxRedirects                 int
 	drain                        time.Duration
+	clientAuth                   string
+	extprocTLS, xdsTLS           grpcTLSFlags
 }
 
 func (f *dataPlaneFlags) register(fs *flag.FlagSet) {
@@ -41,6 +43,31 @@ func (f *dataPlaneFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.stateKeysFile, "state-keys-file", "", "file of the attempt-state keys (base64, current first); else "+extproc.StateKeysEnv)
 	fs.IntVar(&f.maxRedirects, "max-internal-redirects", extproc.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long in-flight ext_proc streams may finish on shutdown")
+	fs.StringVar(&f.clientAuth, "client-auth", "", "who authenticates clients (required): keys (switchyard checks client API keys made with POST /admin/client-keys) or envoy (an Envoy filter before ext_proc does, e.g. jwt_authn or ext_authz)")
+	f.extprocTLS.register(fs, "extproc", "ext_proc gRPC server")
+	f.xdsTLS.register(fs, "xds", "xDS server")
+}
+
+// errNoClientAuth is why the data plane does not start without -client-auth.
+var errNoClientAuth = errors.New("-client-auth is required: switchyard holds provider keys and must not be an open proxy; " +
+	"use -client-auth keys to check client API keys (create them with POST /admin/client-keys) " +
+	"or -client-auth envoy when Envoy authenticates clients before the ext_proc filter (jwt_authn, ext_authz; see docs/extproc.md)")
+
+// clientAuth is the route role's client access for the flag's mode; keys are checked with
+// verifier.
+func (f dataPlaneFlags) clientAuthOf(verifier extproc.KeyVerifier) (extproc.ClientAuth, error) {
+	if f.clientAuth == "" {
+		return extproc.ClientAuth{}, errNoClientAuth
+	}
+	mode, err := extproc.ParseClientAuthMode(f.clientAuth)
+	if err != nil {
+		return extproc.ClientAuth{}, fmt.Errorf("-client-auth: %w", err)
+	}
+	ca := extproc.ClientAuth{Mode: mode}
+	if mode == extproc.ClientAuthKeys {
+		ca.Verifier = verifier
+	}
+	return ca, nil
 }
 
 // stateKeys loads the keys that seal the attempt state. Replicas must share them; a lone
@@ -72,18 +99,26 @@ type dataPlane struct {
 	drain      time.Duration
 }
 
-func startDataPlane(f dataPlaneFlags, keys extproc.Keys, router *routing.Router, live *config.Live, reg prometheus.Registerer, log *slog.Logger) (*dataPlane, error) {
+func startDataPlane(f dataPlaneFlags, keys extproc.Keys, auth extproc.ClientAuth, router *routing.Router, live *config.Live, reg prometheus.Registerer, log *slog.Logger) (*dataPlane, error) {
 	if err := extproc.CheckRedirectBudget(router.Config(), f.maxRedirects); err != nil {
+		return nil, err
+	}
+	extprocCreds, err := f.extprocTLS.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	xdsCreds, err := f.xdsTLS.serverOptions()
+	if err != nil {
 		return nil, err
 	}
 	sealer, err := extproc.NewSealer(keys, extproc.SealerOptions{Clock: router})
 	if err != nil {
 		return nil, err
 	}
-	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects})
+	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects, ClientAuth: auth})
 	// Envoy keeps its gRPC connection for every stream; keepalives find a dead one.
-	gs := grpc.NewServer(grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))
+	gs := grpc.NewServer(append(extprocCreds, grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))...)
 	srv.Register(gs)
 	dp := &dataPlane{grpc: gs, drain: f.drain,
 		trampoline: &http.Server{Handler: srv.Trampoline(), ReadHeaderTimeout: 10 * time.Second}}
@@ -102,7 +137,7 @@ func startDataPlane(f dataPlaneFlags, keys extproc.Keys, router *routing.Router,
 		// The route's redirect budget and body limit are switchyard's own, so Envoy and the
 		// data plane can never disagree.
 		dp.xds, err = xds.NewServer(live, xds.Options{Trampoline: advertise, MaxInternalRedirects: uint32(f.maxRedirects),
-			RequestBodyBufferLimit: uint64(extproc.DefaultMaxRequestBody)}, log, reg)
+			RequestBodyBufferLimit: uint64(extproc.DefaultMaxRequestBody)}, log, reg, xds.ServerOptions{GRPC: xdsCreds})
 		if err == nil {
 			dp.xdsLn, err = net.Listen("tcp", f.xdsAddr)
 		}

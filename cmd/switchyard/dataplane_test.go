@@ -49,39 +49,10 @@ func TestDataPlaneThroughTheBinary(t *testing.T) {
 	}
 	in := start(t, "-config", path)
 
-	hp := func(addr string) map[string]any {
-		h, p, err := net.SplitHostPort(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, _ := strconv.Atoi(p)
-		return map[string]any{"Host": h, "Port": n, "ID": ""}
-	}
-	dep := func(id, addr string) map[string]any { m := hp(addr); m["ID"] = id; return m }
-	tmpl := template.Must(template.ParseFiles("../../envoy/static-clusters.yaml.tmpl"))
-	var yaml bytes.Buffer
-	if err := tmpl.Execute(&yaml, map[string]any{
-		"ListenPort": 0, "MaxRedirects": extproc.DefaultMaxRedirects, "ConnectTimeout": "1s",
-		"ExtProc": hp(in.extproc), "AttemptExtProc": hp(in.extproc), "AttemptCluster": "switchyard_extproc",
-		"Trampoline": hp(in.trampoline), "Deployments": []map[string]any{dep("dead", dead), dep("live", live)},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	bs, err := sim.Load(yaml.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.New(bs, sim.WithListenerAddress("ingress", "127.0.0.1:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ingress := behindEnvoy(t, in, map[string]string{"dead": dead, "live": live})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Addr("ingress")+"/v1/chat/completions",
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ingress+"/v1/chat/completions",
 		strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("Authorization", "Bearer sk-client")
 	resp, err := http.DefaultClient.Do(req)
@@ -107,6 +78,51 @@ func TestDataPlaneThroughTheBinary(t *testing.T) {
 	}
 }
 
+// behindEnvoy puts envoysim, playing envoy/static-clusters.yaml.tmpl, in front of in's
+// data plane with one static cluster per deployment (id → address); it returns the
+// ingress's base URL.
+func behindEnvoy(t *testing.T, in *instance, deps map[string]string) string {
+	t.Helper()
+	hp := func(addr string) map[string]any {
+		h, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(p)
+		return map[string]any{"Host": h, "Port": n, "ID": ""}
+	}
+	var eps []map[string]any
+	for id, addr := range deps {
+		m := hp(addr)
+		m["ID"] = id
+		eps = append(eps, m)
+	}
+	tmpl := template.Must(template.ParseFiles("../../envoy/static-clusters.yaml.tmpl"))
+	var yaml bytes.Buffer
+	if err := tmpl.Execute(&yaml, map[string]any{
+		"ListenPort": 0, "MaxRedirects": extproc.DefaultMaxRedirects, "ConnectTimeout": "1s",
+		"ExtProc": hp(in.extproc), "AttemptExtProc": hp(in.extproc), "AttemptCluster": "switchyard_extproc",
+		"Trampoline": hp(in.trampoline), "Deployments": eps,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bs, err := sim.Load(yaml.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(bs, sim.WithListenerAddress("ingress", "127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return "http://" + s.Addr("ingress")
+}
+
 // TestStateKeysRequiredWithASharedStore: replicas on Redis must share their state keys, so
 // switchyard refuses to start without them; a lone memory-store replica makes its own.
 func TestStateKeysRequiredWithASharedStore(t *testing.T) {
@@ -119,7 +135,7 @@ func TestStateKeysRequiredWithASharedStore(t *testing.T) {
 	defer cancel()
 	var logs syncBuffer
 	err := run(ctx, []string{"-config", writeConfig(t, "r1"), "-store", "redis", "-redis-addrs", redisServer.Addr(t),
-		"-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
+		"-client-auth", "envoy", "-admin-listen", "127.0.0.1:0", "-operator-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
 		func(string) string { return "" }, &logs, nil)
 	if err == nil || !strings.Contains(err.Error(), extproc.StateKeysEnv) {
 		t.Fatalf("err %v, want a refusal naming %s", err, extproc.StateKeysEnv)
@@ -133,7 +149,7 @@ func TestMaxAttemptsMustFitTheRedirectBudget(t *testing.T) {
 	defer cancel()
 	var logs syncBuffer
 	err := run(ctx, []string{"-config", writeConfig(t, "r1"), "-max-internal-redirects", "2",
-		"-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
+		"-client-auth", "envoy", "-admin-listen", "127.0.0.1:0", "-operator-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
 		func(string) string { return "" }, &logs, nil)
 	if err == nil || !strings.Contains(err.Error(), "maxAttempts") {
 		t.Fatalf("err %v, want the redirect budget refused", err)

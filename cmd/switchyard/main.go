@@ -1,10 +1,10 @@
 // Command switchyard runs the switchyard LLM routing gateway.
 //
-// It loads and validates a configuration, builds the routing core on the embedded in-memory
-// store (or on Redis, shared by many replicas), and serves the ext_proc gRPC server Envoy
-// calls (route and attempt roles), the trampoline, and the operator endpoints (/healthz,
-// /readyz, /metrics and /v1/models/{model}/deployments). The xDS server joins it with the
-// control plane.
+// It loads and validates a configuration (JSON or YAML), builds the routing core on the
+// embedded in-memory store (or on Redis, shared by many replicas), and serves the ext_proc
+// gRPC server Envoy calls (route and attempt roles), the trampoline, the xDS server, the
+// operator endpoints (/healthz, /readyz, /metrics) on one listener and the admin API with
+// the status view on another. `switchyard validate -config f` only checks a file.
 package main
 
 import (
@@ -34,7 +34,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "validate" {
+		err = validate(os.Args[2:], os.Stdout, os.Stderr)
+	} else {
+		err = run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "switchyard:", err)
 		os.Exit(1)
 	}
@@ -43,8 +49,10 @@ func main() {
 // started is what run reports once it serves (for tests).
 type started struct {
 	addr       string       // the admin listener's address
+	operator   string       // the operator listener's address
 	extproc    string       // the ext_proc gRPC listener's address
 	trampoline string       // the trampoline's address
+	xds        string       // the xDS server's address ("" when off)
 	live       *config.Live // the configuration in force
 }
 
@@ -53,8 +61,9 @@ type started struct {
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- started) error {
 	fs := flag.NewFlagSet("switchyard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "path of the JSON configuration file (required)")
-	adminAddr := fs.String("admin-listen", "127.0.0.1:8080", "address of the operator HTTP endpoints")
+	configPath := fs.String("config", "", "path of the configuration file, JSON or YAML (required)")
+	adminAddr := fs.String("admin-listen", "127.0.0.1:8080", "address of the admin API and the status view (keep it private)")
+	operatorAddr := fs.String("operator-listen", ":9090", "address of /healthz, /readyz and /metrics (for kubelet and Prometheus)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var sf storeFlags
 	sf.register(fs)
@@ -67,6 +76,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if *configPath == "" {
 		return errors.New("-config is required")
+	}
+	if _, err := df.clientAuthOf(nil); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -116,7 +128,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	dp, err := startDataPlane(df, keys, router, live, reg, log)
+	auth, err := df.clientAuthOf(admin.NewVerifier(st))
+	if err != nil {
+		return err
+	}
+	dp, err := startDataPlane(df, keys, auth, router, live, reg, log)
 	if err != nil {
 		return err
 	}
@@ -132,30 +148,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if masterKey == "" {
 		log.Warn("no master key (" + admin.MasterKeyEnv + " or -master-key-file); authenticated endpoints will refuse every request")
 	}
-	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st, Logger: log})
+	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st,
+		Router: router, Logger: log})
 	if err != nil {
+		dp.stop()
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/admin/", api) // the admin API (docs/admin-api.md)
-	mux.Handle("/", admin.Handler(router, admin.Options{MasterKey: masterKey, Logger: log, Checks: checks,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Two listeners: kubelet and Prometheus reach the operator endpoints without reaching the
+	// admin API (every route of which needs the master key anyway).
+	adminSrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	opSrv := &http.Server{Handler: admin.Handler(router, admin.Options{Checks: checks,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}), ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *adminAddr)
 	if err != nil {
 		dp.stop()
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	snap := live.Load()
-	log.Info("switchyard started", "admin", ln.Addr().String(), "extproc", dp.extprocLn.Addr().String(),
-		"trampoline", dp.trampLn.Addr().String(), "xds", dp.xdsAddr(), "store", st.name,
-		"config_version", snap.Version, "deployments", len(snap.Deployments), "models", len(snap.Groups),
-		"strategy", snap.Settings.Strategy.String())
-	if ready != nil {
-		ready <- started{addr: ln.Addr().String(), extproc: dp.extprocLn.Addr().String(), trampoline: dp.trampLn.Addr().String(), live: live}
+	opLn, err := net.Listen("tcp", *operatorAddr)
+	if err != nil {
+		_ = ln.Close()
+		dp.stop()
+		return fmt.Errorf("operator listener: %w", err)
 	}
-	errc := make(chan error, 3)
-	go func() { errc <- fmt.Errorf("admin server: %w", srv.Serve(ln)) }()
+	snap := live.Load()
+	log.Info("switchyard started", "admin", ln.Addr().String(), "operator", opLn.Addr().String(),
+		"extproc", dp.extprocLn.Addr().String(), "trampoline", dp.trampLn.Addr().String(), "xds", dp.xdsAddr(),
+		"store", st.name, "client_auth", string(auth.Mode), "config_version", snap.Version,
+		"deployments", len(snap.Deployments), "models", len(snap.Groups), "strategy", snap.Settings.Strategy.String())
+	if ready != nil {
+		ready <- started{addr: ln.Addr().String(), operator: opLn.Addr().String(), extproc: dp.extprocLn.Addr().String(),
+			trampoline: dp.trampLn.Addr().String(), xds: dp.xdsAddr(), live: live}
+	}
+	errc := make(chan error, 4)
+	go func() { errc <- fmt.Errorf("admin server: %w", adminSrv.Serve(ln)) }()
+	go func() { errc <- fmt.Errorf("operator server: %w", opSrv.Serve(opLn)) }()
 	dp.serve(ctx, errc)
 	select {
 	case err := <-errc:
@@ -167,7 +193,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	dp.stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	if err := errors.Join(adminSrv.Shutdown(shutdownCtx), opSrv.Shutdown(shutdownCtx)); err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	log.Info("switchyard stopped")

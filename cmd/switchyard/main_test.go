@@ -40,13 +40,14 @@ func (s *syncBuffer) String() string {
 
 // instance is a switchyard started by run().
 type instance struct {
-	addr string
+	addr     string // the admin listener
+	operator string // the operator listener
 	// extproc and trampoline are the data plane's listeners.
-	extproc, trampoline string
-	live                *config.Live // the configuration in force
-	logs                *syncBuffer
-	cancel              context.CancelFunc
-	done                chan error
+	extproc, trampoline, xds string
+	live                     *config.Live // the configuration in force
+	logs                     *syncBuffer
+	cancel                   context.CancelFunc
+	done                     chan error
 }
 
 // testStateKey is an attempt-state key (base64 of 32 bytes).
@@ -68,11 +69,11 @@ func startEnv(t *testing.T, extra map[string]string, args ...string) *instance {
 		env[k] = v
 	}
 	go func() {
-		in.done <- run(ctx, append(args, "-admin-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", "127.0.0.1:0"), func(k string) string { return env[k] }, in.logs, ready)
+		in.done <- run(ctx, append(append([]string{"-client-auth", "envoy"}, args...), "-admin-listen", "127.0.0.1:0", "-operator-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", "127.0.0.1:0"), func(k string) string { return env[k] }, in.logs, ready)
 	}()
 	select {
 	case st := <-ready:
-		in.addr, in.live, in.extproc, in.trampoline = st.addr, st.live, st.extproc, st.trampoline
+		in.addr, in.operator, in.live, in.extproc, in.trampoline, in.xds = st.addr, st.operator, st.live, st.extproc, st.trampoline, st.xds
 	case err := <-in.done:
 		t.Fatalf("switchyard exited: %v\n%s", err, in.logs)
 	case <-time.After(30 * time.Second):
@@ -94,9 +95,21 @@ func (in *instance) stop(t *testing.T) {
 	}
 }
 
+// get asks the operator listener for /healthz, /readyz and /metrics, the admin listener for
+// the rest.
 func (in *instance) get(t *testing.T, path, key string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+in.addr+path, nil)
+	addr := in.addr
+	switch path {
+	case "/healthz", "/readyz", "/metrics":
+		addr = in.operator
+	}
+	return in.getAt(t, addr, path, key)
+}
+
+func (in *instance) getAt(t *testing.T, addr, path, key string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -140,6 +153,17 @@ func TestRunWithExampleConfig(t *testing.T) {
 	}
 	if code, _ := get("/metrics", ""); code != http.StatusOK {
 		t.Fatalf("/metrics: %d", code)
+	}
+	// The listeners are split: the operator one shows no routing state, the admin one
+	// serves nothing without the master key.
+	if code, _ := in.getAt(t, in.operator, "/v1/models/gpt-4o/deployments", "test-master-key"); code != http.StatusNotFound {
+		t.Fatalf("status view on the operator listener: %d, want 404", code)
+	}
+	if code, _ := in.getAt(t, in.addr, "/readyz", ""); code != http.StatusUnauthorized {
+		t.Fatalf("/readyz on the admin listener without a key: %d, want 401", code)
+	}
+	if code, body := get("/v1/models", "test-master-key"); code != http.StatusOK || len(body["data"].([]any)) != 3 {
+		t.Fatalf("GET /v1/models on the admin listener: %d %v", code, body)
 	}
 	in.stop(t)
 	// No secret of the example config reaches the logs.

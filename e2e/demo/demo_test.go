@@ -43,7 +43,7 @@ func TestDemo(t *testing.T) {
 	free := "127.0.0.1:0"
 	args := []string{"-config", "../../examples/demo.json", "-envoy-config", "../../envoy/envoy.yaml",
 		"-listen", free, "-envoy-admin", free, "-extproc-listen", free, "-trampoline-listen", free,
-		"-xds-listen", free, "-admin-listen", free, "-openai-listen", free, "-azure-listen", free, "-anthropic-listen", free}
+		"-xds-listen", free, "-admin-listen", free, "-operator-listen", free, "-openai-listen", free, "-azure-listen", free, "-anthropic-listen", free}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var out, errOut syncBuffer

@@ -40,6 +40,7 @@ type flags struct {
 	config, envoy, switchyard, logFile string
 	gateway, envoyAdmin                string
 	extproc, trampoline, xds, admin    string
+	operator                           string
 	openai, azure, anthropic           string
 	startTimeout                       time.Duration
 }
@@ -57,7 +58,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.extproc, "extproc-listen", "127.0.0.1:9002", "switchyard's ext_proc gRPC address (envoy.yaml's switchyard_extproc)")
 	fs.StringVar(&f.trampoline, "trampoline-listen", "127.0.0.1:9003", "switchyard's trampoline address")
 	fs.StringVar(&f.xds, "xds-listen", "127.0.0.1:18000", "switchyard's xDS address (envoy.yaml's switchyard_xds)")
-	fs.StringVar(&f.admin, "admin-listen", "127.0.0.1:8080", "switchyard's admin API and operator endpoints")
+	fs.StringVar(&f.admin, "admin-listen", "127.0.0.1:8080", "switchyard's admin API and status view")
+	fs.StringVar(&f.operator, "operator-listen", "127.0.0.1:9090", "switchyard's operator endpoints (/healthz, /readyz, /metrics)")
 	fs.StringVar(&f.openai, "openai-listen", "127.0.0.1:18101", "the fake OpenAI")
 	fs.StringVar(&f.azure, "azure-listen", "127.0.0.1:18102", "the fake Azure OpenAI")
 	fs.StringVar(&f.anthropic, "anthropic-listen", "127.0.0.1:18103", "the fake Anthropic")

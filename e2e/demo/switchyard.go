@@ -53,8 +53,9 @@ func startSwitchyard(ctx context.Context, f flags, cfgPath, dir string, logs io.
 			return nil, fmt.Errorf("building switchyard (see the log file): %w", err)
 		}
 	}
-	cmd := exec.Command(bin, "-config", cfgPath, "-store", "memory",
-		"-admin-listen", f.admin, "-extproc-listen", f.extproc, "-trampoline-listen", f.trampoline,
+	// The demo trusts loopback explicitly: no client key is needed.
+	cmd := exec.Command(bin, "-config", cfgPath, "-store", "memory", "-client-auth", "envoy",
+		"-admin-listen", f.admin, "-operator-listen", f.operator, "-extproc-listen", f.extproc, "-trampoline-listen", f.trampoline,
 		"-xds-listen", f.xds, "-drain-timeout", "5s")
 	// The master key travels in the environment, never in ps.
 	cmd.Env = append(os.Environ(), "SWITCHYARD_MASTER_KEY="+masterKey)

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/switchyard-gw/switchyard/admin"
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
@@ -110,6 +111,9 @@ type gatewayOptions struct {
 	replicaStores []store.Store
 	// streamIdleTimeout is the HCM's stream_idle_timeout ("" = the template's default).
 	streamIdleTimeout string
+	// clientAuth is the route role's client access (the zero value trusts Envoy); with
+	// extproc.ClientAuthKeys and no verifier, admin.NewVerifier over the gateway's store.
+	clientAuth extproc.ClientAuth
 }
 
 func testKeys(t *testing.T) extproc.Keys {
@@ -207,7 +211,11 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		if i < len(o.replicaStores) {
 			st = o.replicaStores[i]
 		}
-		g.replicas = append(g.replicas, startReplica(t, snap, st, keys, log.With("replica", i)))
+		auth := o.clientAuth
+		if auth.Mode == extproc.ClientAuthKeys && auth.Verifier == nil {
+			auth.Verifier = admin.NewVerifier(st)
+		}
+		g.replicas = append(g.replicas, startReplica(t, snap, st, keys, auth, log.With("replica", i)))
 	}
 	// With two replicas the route role runs on the first and the attempt role on the
 	// second (envoysim's gRPC client, like Envoy's, keeps one connection per cluster), and
@@ -270,7 +278,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	return g
 }
 
-func startReplica(t *testing.T, snap *config.Snapshot, st store.Store, keys extproc.Keys, log *slog.Logger) *replica {
+func startReplica(t *testing.T, snap *config.Snapshot, st store.Store, keys extproc.Keys, auth extproc.ClientAuth, log *slog.Logger) *replica {
 	t.Helper()
 	live := config.NewLive(snap)
 	router := routing.New(live, st, routing.Options{Logger: log})
@@ -279,7 +287,7 @@ func startReplica(t *testing.T, snap *config.Snapshot, st store.Store, keys extp
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg)})
+	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), ClientAuth: auth})
 	gs := grpc.NewServer()
 	srv.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

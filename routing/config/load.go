@@ -19,13 +19,13 @@ func ParseJSON(data []byte) (*configv1.Config, error) {
 	return cfg, nil
 }
 
-// LoadFile reads, decodes and validates a configuration file.
+// LoadFile reads, decodes (JSON or YAML, ParseFile) and validates a configuration file.
 func LoadFile(path string, v *Validator) (*configv1.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading configuration: %w", err)
 	}
-	cfg, err := ParseJSON(data)
+	cfg, err := ParseFile(path, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

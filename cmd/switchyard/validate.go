@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/routing/config"
+)
+
+// errInvalid ends `switchyard validate` with exit status 1 once the errors are printed.
+var errInvalid = errors.New("invalid configuration")
+
+// validate is `switchyard validate -config f`: it decodes, validates and compiles the file
+// exactly as a start would, and checks it against the redirect budget. It prints "ok", or
+// one line per error naming the field (deployments[2].weight: ...), and then fails.
+func validate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("switchyard validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path of the configuration file, JSON or YAML (required)")
+	maxRedirects := fs.Int("max-internal-redirects", extproc.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *path == "" || fs.NArg() > 0 {
+		return errors.New("usage: switchyard validate -config FILE")
+	}
+	v, err := config.NewValidator()
+	if err != nil {
+		return err
+	}
+	err = check(*path, v, *maxRedirects)
+	var ve *config.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		for _, fe := range ve.Errors {
+			fmt.Fprintln(stdout, fe.String())
+		}
+		return fmt.Errorf("%s: %w (%d errors)", *path, errInvalid, len(ve.Errors))
+	case err != nil:
+		fmt.Fprintln(stdout, err)
+		return fmt.Errorf("%s: %w", *path, errInvalid)
+	}
+	fmt.Fprintln(stdout, "ok")
+	return nil
+}
+
+func check(path string, v *config.Validator, maxRedirects int) error {
+	cfg, err := config.LoadFile(path, v)
+	if err != nil {
+		return err
+	}
+	snap, err := config.CompileFile(cfg)
+	if err != nil {
+		return err
+	}
+	return extproc.CheckRedirectBudget(snap, maxRedirects)
+}
