@@ -92,7 +92,6 @@ type fixture struct {
 	base  string
 	fakes map[string]*fakeprovider.Server
 	logs  *syncBuffer
-	envoy testcontainers.Container
 }
 
 type syncBuffer struct {
@@ -137,15 +136,93 @@ func deadPort(t *testing.T) int {
 	return p
 }
 
-// inContainer is how Envoy reaches a port of this process.
-func inContainer(port int) string {
-	return net.JoinHostPort(testcontainers.HostInternal, strconv.Itoa(port))
+// inContainer is how the Envoy container reaches a port of this process.
+func inContainer(port int) string { return hostPort(testcontainers.HostInternal, port) }
+
+func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+// proxy is the Envoy in front of switchyard: the real one in a container, or envoysim.
+type proxy interface {
+	// host is how the proxy reaches this process.
+	host() string
+	// start runs the proxy on bootstrap (JSON) with forwarded the ports it may reach, and
+	// returns the base URL of its ingress listener.
+	start(t *testing.T, bootstrap []byte, forwarded []int, log *slog.Logger) string
 }
 
-// startFixture starts the fakes, switchyard's servers and Envoy.
-func startFixture(t *testing.T, deps []deployment) *fixture {
+// realEnvoy runs envoyproxy/envoy with testcontainers-go; it skips without Docker.
+type realEnvoy struct{}
+
+func (realEnvoy) host() string { return testcontainers.HostInternal }
+
+func (realEnvoy) start(t *testing.T, bootstrap []byte, forwarded []int, _ *slog.Logger) string {
 	t.Helper()
-	requireDocker(t)
+	image := envoyImage
+	if s := os.Getenv("SWITCHYARD_ENVOY_IMAGE"); s != "" {
+		image = s
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer scancel()
+	c, err := testcontainers.Run(sctx, image,
+		testcontainers.WithFiles(testcontainers.ContainerFile{
+			Reader: strings.NewReader(string(bootstrap)), ContainerFilePath: "/etc/envoy/switchyard.json", FileMode: 0o644,
+		}),
+		testcontainers.WithCmd("envoy", "-c", "/etc/envoy/switchyard.json", "--log-level", "info"),
+		testcontainers.WithExposedPorts("10000/tcp"),
+		testcontainers.WithHostPortAccess(forwarded...),
+		// The listener opens once RDS and CDS from switchyard are in.
+		testcontainers.WithWaitStrategy(wait.ForListeningPort("10000/tcp").WithStartupTimeout(2*time.Minute)),
+	)
+	if c != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				dumpLogs(t, c)
+			}
+			_ = testcontainers.TerminateContainer(c)
+		})
+	}
+	if err != nil {
+		t.Fatalf("starting %s: %v", image, err)
+	}
+	base, err := c.PortEndpoint(sctx, "10000/tcp", "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// envoySim runs the same bootstrap in envoysim on loopback: the suite's own assertions are
+// exercised where Docker is absent (e2e/gateway is the envoysim suite proper).
+type envoySim struct{}
+
+func (envoySim) host() string { return "127.0.0.1" }
+
+func (envoySim) start(t *testing.T, bootstrap []byte, _ []int, log *slog.Logger) string {
+	t.Helper()
+	bs, err := sim.Load(bootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(bs, sim.WithListenerAddress("ingress", "127.0.0.1:0"), sim.WithLogger(log.With("component", "envoysim")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); s.Close() })
+	wctx, wcancel := context.WithTimeout(ctx, waitFor)
+	defer wcancel()
+	if err := s.WaitForRouteConfigs(wctx, xds.DefaultRouteConfigName); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + s.Addr("ingress")
+}
+
+// startFixture starts the fakes, switchyard's servers and the proxy in front.
+func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
+	t.Helper()
 	f := &fixture{fakes: map[string]*fakeprovider.Server{}, logs: &syncBuffer{}}
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var forwarded []int
@@ -170,7 +247,7 @@ func startFixture(t *testing.T, deps []deployment) *fixture {
 		price := d.Price
 		cfg.Deployments = append(cfg.Deployments, &configv1.Deployment{
 			Id: d.ID, PublicModel: d.Model, Provider: "openai", ProviderModel: d.Model,
-			BaseUrl: "http://" + inContainer(port),
+			BaseUrl: "http://" + hostPort(px.host(), port),
 			Price:   &configv1.Price{InputPerMillion: &price, OutputPerMillion: &price},
 		})
 		secrets[d.ID] = providerKey(d.ID)
@@ -207,7 +284,7 @@ func startFixture(t *testing.T, deps []deployment) *fixture {
 	tramp := &httptest.Server{Listener: trampLn, Config: &http.Server{Handler: ep.Trampoline()}}
 	tramp.Start()
 	t.Cleanup(tramp.Close)
-	xs, err := xds.NewServer(live, xds.Options{Trampoline: inContainer(trampPort)}, log, reg)
+	xs, err := xds.NewServer(live, xds.Options{Trampoline: hostPort(px.host(), trampPort)}, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,41 +294,12 @@ func startFixture(t *testing.T, deps []deployment) *fixture {
 	go func() { _ = xs.Serve(ctx, xdsLn) }()
 	forwarded = append(forwarded, extPort, trampPort, xdsPort)
 
-	bootstrap := containerBootstrap(t, extPort, xdsPort)
-	image := envoyImage
-	if s := os.Getenv("SWITCHYARD_ENVOY_IMAGE"); s != "" {
-		image = s
-	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer scancel()
-	c, err := testcontainers.Run(sctx, image,
-		testcontainers.WithFiles(testcontainers.ContainerFile{
-			Reader: strings.NewReader(string(bootstrap)), ContainerFilePath: "/etc/envoy/switchyard.json", FileMode: 0o644,
-		}),
-		testcontainers.WithCmd("envoy", "-c", "/etc/envoy/switchyard.json", "--log-level", "info"),
-		testcontainers.WithExposedPorts("10000/tcp"),
-		testcontainers.WithHostPortAccess(forwarded...),
-		// The listener opens once RDS and CDS from switchyard are in.
-		testcontainers.WithWaitStrategy(wait.ForListeningPort("10000/tcp").WithStartupTimeout(2*time.Minute)),
-	)
-	if c != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				dumpLogs(t, c)
-				t.Log(f.logs.String())
-			}
-			_ = testcontainers.TerminateContainer(c)
-		})
-	}
-	if err != nil {
-		t.Fatalf("starting %s: %v", image, err)
-	}
-	f.envoy = c
-	ep2, err := c.PortEndpoint(sctx, "10000/tcp", "http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.base = ep2
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(f.logs.String())
+		}
+	})
+	f.base = px.start(t, proxyBootstrap(t, px.host(), extPort, xdsPort), forwarded, log)
 	return f
 }
 
@@ -267,10 +315,10 @@ func dumpLogs(t *testing.T, c testcontainers.Container) {
 	t.Logf("envoy logs:\n%s", b)
 }
 
-// containerBootstrap is envoy/envoy.yaml with its two static clusters pointed at this
-// process (through HostInternal, a name: STRICT_DNS, IPv4 only) and the admin listener on
-// an ephemeral port, as JSON (Envoy picks the parser by extension).
-func containerBootstrap(t *testing.T, extprocPort, xdsPort int) []byte {
+// proxyBootstrap is envoy/envoy.yaml with its two static clusters pointed at this process
+// (through host, possibly a name: STRICT_DNS, IPv4 only), as JSON (Envoy picks the parser
+// by the file's extension).
+func proxyBootstrap(t *testing.T, host string, extprocPort, xdsPort int) []byte {
 	t.Helper()
 	bs, err := sim.LoadFile(bootstrapPath)
 	if err != nil {
@@ -286,7 +334,7 @@ func containerBootstrap(t *testing.T, extprocPort, xdsPort int) []byte {
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 		sa := c.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
-		sa.Address = testcontainers.HostInternal
+		sa.Address = host
 		sa.PortSpecifier = &corev3.SocketAddress_PortValue{PortValue: uint32(p)}
 	}
 	if len(ports) > 0 {

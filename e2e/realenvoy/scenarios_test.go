@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/testcontainers/testcontainers-go"
+
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 )
 
@@ -22,7 +24,15 @@ func chatBody(model string, stream bool) string {
 // answer through FULL_DUPLEX_STREAMED. One Envoy serves them all (price-based routing: the
 // cheaper deployment of each model first).
 func TestRealEnvoy(t *testing.T) {
-	f := startFixture(t, []deployment{
+	requireDocker(t)
+	runScenarios(t, realEnvoy{})
+}
+
+// The same scenarios on envoysim, so the suite's harness and assertions run everywhere.
+func TestScenariosOnEnvoysim(t *testing.T) { runScenarios(t, envoySim{}) }
+
+func runScenarios(t *testing.T, px proxy) {
+	f := startFixture(t, px, []deployment{
 		{ID: "a", Model: "gpt-4o", Price: 1},
 		{ID: "b", Model: "gpt-4o", Price: 2},
 		{ID: "down", Model: "gpt-4o-mini", Price: 1, Down: true},
@@ -99,7 +109,7 @@ func TestRealEnvoy(t *testing.T) {
 // The bootstrap the container runs is the shipped one with switchyard's addresses, and
 // stays valid; this part needs no Docker.
 func TestContainerBootstrapIsTheShippedOne(t *testing.T) {
-	b := containerBootstrap(t, 19002, 19000)
+	b := proxyBootstrap(t, testcontainers.HostInternal, 19002, 19000)
 	bs, err := loadJSON(b)
 	if err != nil {
 		t.Fatal(err)
