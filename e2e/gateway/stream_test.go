@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -188,4 +190,40 @@ func TestStreamResponsesAndAnthropic(t *testing.T) {
 
 func anthropicHeader(k, v string) anthropicoption.RequestOption {
 	return anthropicoption.WithHeader(k, v)
+}
+
+// TestStreamMessageStopWithoutStopReason: an Anthropic stream that reaches message_stop with
+// no stop_reason is complete (SPEC §8.4: the reason is inferred), not a failure.
+func TestStreamMessageStopWithoutStopReason(t *testing.T) {
+	events := []string{
+		`event: message_start` + "\n" + `data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello there."}}`,
+		`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":0}`,
+		`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_sequence":null},"usage":{"output_tokens":3}}`,
+		`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
+	}
+	srv := newLoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range events {
+			_, _ = io.WriteString(w, e+"\n\n")
+			w.(http.Flusher).Flush()
+		}
+	}))
+	g := startGateway(t, []deployment{{ID: "an", Model: "claude", ProviderModel: "claude-sonnet-4-5", Kind: fakeprovider.Anthropic, URL: srv}}, gatewayOptions{})
+	ms := g.anthropic().Messages.NewStreaming(ctxT(t), anthropic.MessageNewParams{Model: "claude", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+	var msg anthropic.Message
+	for ms.Next() {
+		if err := msg.Accumulate(ms.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ms.Err(); err != nil || len(msg.Content) == 0 || msg.Content[0].Text != "Hello there." {
+		t.Fatalf("content %+v err %v", msg.Content, err)
+	}
+	eventually(t, "the inferred stop reason", func() bool {
+		return strings.Contains(g.logs.String(), "inferred end_turn") && strings.Contains(g.logs.String(), `"finish_reason":"end_turn"`)
+	})
 }
