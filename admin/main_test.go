@@ -1,16 +1,15 @@
 package admin_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,24 +77,6 @@ func deletePrefix(t *testing.T, addr, prefix string) {
 	if err := iter.Err(); err != nil {
 		t.Logf("cleaning up test keys: %v", err)
 	}
-}
-
-// syncBuffer collects log output from handlers running on server goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // env is an admin API on one replica and a router on another that follows the store, the
@@ -249,3 +230,6 @@ func (e *env) eventually(what string, cond func(*config.Snapshot) bool) {
 		time.Sleep(5 * time.Millisecond) // polling real I/O with a deadline
 	}
 }
+
+// syncBuffer is the tests' concurrent log sink.
+type syncBuffer = testlog.Buffer

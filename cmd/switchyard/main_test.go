@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,24 +18,6 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/redistest"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
-
-// syncBuffer is a log sink safe for the server goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // instance is a switchyard started by run().
 type instance struct {
@@ -313,3 +294,6 @@ func TestRedisBackWithConfigurationIsNotOverwritten(t *testing.T) {
 		t.Fatalf("the late replica seeded its file over the shared configuration (%v)", err)
 	}
 }
+
+// syncBuffer is the tests' concurrent log sink.
+type syncBuffer = testlog.Buffer

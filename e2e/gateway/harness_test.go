@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"text/template"
 	"time"
@@ -81,23 +81,6 @@ type gateway struct {
 	fakes    map[string]*fakeprovider.Server
 	logs     *syncBuffer
 	access   chan sim.AccessLogEntry
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // gatewayOptions tune a test gateway.
@@ -466,3 +449,6 @@ func (g *gateway) do(req *http.Request) (*http.Response, []byte) {
 	}
 	return resp, buf.Bytes()
 }
+
+// syncBuffer is the tests' concurrent log sink.
+type syncBuffer = testlog.Buffer
