@@ -33,7 +33,9 @@ import (
 // These tests run the whole request path on loopback: an official SDK → envoysim (playing
 // Envoy from envoy/static-clusters.yaml.tmpl) → switchyard's route role → a deployment
 // cluster with switchyard's attempt role → a fake provider (or, for a transport failure,
-// switchyard's trampoline) → 307 re-entries until the answer.
+// switchyard's trampoline) → 307 re-entries until the answer. With gatewayOptions.xds,
+// envoysim runs the shipped envoy/envoy.yaml instead and gets the clusters and the route
+// over ADS from replica 0 (xdsmode_test.go).
 
 // wait bounds every blocking step; it is a safety net, never a sleep.
 const wait = 20 * time.Second
