@@ -33,7 +33,9 @@ import (
 // These tests run the whole request path on loopback: an official SDK → envoysim (playing
 // Envoy from envoy/static-clusters.yaml.tmpl) → switchyard's route role → a deployment
 // cluster with switchyard's attempt role → a fake provider (or, for a transport failure,
-// switchyard's trampoline) → 307 re-entries until the answer.
+// switchyard's trampoline) → 307 re-entries until the answer. With gatewayOptions.xds,
+// envoysim runs the shipped envoy/envoy.yaml instead and gets the clusters and the route
+// over ADS from replica 0 (xdsmode_test.go).
 
 // wait bounds every blocking step; it is a safety net, never a sleep.
 const wait = 20 * time.Second
@@ -70,6 +72,8 @@ type replica struct {
 	grpcAddr  string
 	trampAddr string
 	reg       *prometheus.Registry
+	// xdsAddr is the replica's ADS server (xds mode only).
+	xdsAddr string
 }
 
 type gateway struct {
@@ -97,6 +101,9 @@ type gatewayOptions struct {
 	// clientAuth is the route role's client access (the zero value trusts Envoy); with
 	// extproc.ClientAuthKeys and no verifier, admin.NewVerifier over the gateway's store.
 	clientAuth extproc.ClientAuth
+	// xds: envoysim loads the shipped bootstrap (envoy/envoy.yaml) and gets the deployment
+	// clusters and the route over ADS from replica 0 instead of the static template.
+	xds bool
 }
 
 func testKeys(t *testing.T) extproc.Keys {
@@ -189,6 +196,18 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	}
 	log := slog.New(slog.NewJSONHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	keys := testKeys(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if n > 1 {
+		// Several replicas follow the shared store, as in production, rather than each
+		// holding its own compiled copy: an admin change through any replica reaches all.
+		for _, d := range cfg.Deployments {
+			d.ApiKey = secrets[d.Id]
+		}
+		if _, err := g.store.ReplaceConfig(ctx, cfg); err != nil {
+			t.Fatalf("seeding the configuration store: %v", err)
+		}
+	}
 	for i := 0; i < n; i++ {
 		st := g.store
 		if i < len(o.replicaStores) {
@@ -198,16 +217,41 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		if auth.Mode == extproc.ClientAuthKeys && auth.Verifier == nil {
 			auth.Verifier = admin.NewVerifier(st)
 		}
-		g.replicas = append(g.replicas, startReplica(t, snap, st, keys, auth, log.With("replica", i)))
+		live := config.NewLive(snap)
+		if n > 1 {
+			live = &config.Live{}
+			if err := live.Reload(ctx, st, validator); err != nil {
+				t.Fatalf("replica %d: loading the configuration: %v", i, err)
+			}
+			go config.Follower{PollInterval: followPoll, Logger: log.With("replica", i)}.Run(ctx, live, st, validator)
+		}
+		g.replicas = append(g.replicas, startReplica(t, live, st, keys, auth, log.With("replica", i)))
+	}
+	trampoline := g.replicas[0].trampAddr
+	if n > 1 {
+		trampoline = roundRobinTCP(t, g.trampAddrs())
+	}
+	if o.xds {
+		for i, r := range g.replicas {
+			r.xdsAddr = startXDS(t, ctx, r.live, trampoline, log.With("replica", i, "component", "xds"))
+		}
+		g.sim = startXDSEnvoy(t, ctx, g, log)
+		g.base = "http://" + g.sim.Addr("ingress")
+		var clusters []string
+		for _, d := range deps {
+			clusters = append(clusters, extproc.ClusterName(d.ID))
+		}
+		g.waitForXDS(clusters...)
+		g.dumpLogsOnFailure()
+		return g
 	}
 	// With two replicas the route role runs on the first and the attempt role on the
 	// second (envoysim's gRPC client, like Envoy's, keeps one connection per cluster), and
 	// trampoline connections alternate between them.
-	extAddr, attemptAddr, trampAddr := g.replicas[0].grpcAddr, g.replicas[0].grpcAddr, g.replicas[0].trampAddr
+	extAddr, attemptAddr, trampAddr := g.replicas[0].grpcAddr, g.replicas[0].grpcAddr, trampoline
 	attemptCluster := "switchyard_extproc"
 	if n > 1 {
 		attemptAddr, attemptCluster = g.replicas[1].grpcAddr, "switchyard_extproc_attempt"
-		trampAddr = roundRobinTCP(t, g.trampAddrs())
 	}
 	ah, ap := splitHostPort(t, attemptAddr)
 	eh, ep := splitHostPort(t, extAddr)
@@ -246,24 +290,26 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); s.Close() })
 	g.sim = s
 	g.base = "http://" + s.Addr("ingress")
-	t.Cleanup(func() {
-		if t.Failed() && os.Getenv("SWITCHYARD_E2E_LOGS") != "" {
-			t.Log(g.logs.String())
-		}
-	})
+	g.dumpLogsOnFailure()
 	return g
 }
 
-func startReplica(t *testing.T, snap *config.Snapshot, st store.Store, keys extproc.Keys, auth extproc.ClientAuth, log *slog.Logger) *replica {
+func (g *gateway) dumpLogsOnFailure() {
+	g.t.Cleanup(func() {
+		if g.t.Failed() && os.Getenv("SWITCHYARD_E2E_LOGS") != "" {
+			g.t.Log(g.logs.String())
+		}
+	})
+}
+
+func startReplica(t *testing.T, live *config.Live, st store.Store, keys extproc.Keys, auth extproc.ClientAuth, log *slog.Logger) *replica {
 	t.Helper()
-	live := config.NewLive(snap)
 	router := routing.New(live, st, routing.Options{Logger: log})
 	sealer, err := extproc.NewSealer(keys, extproc.SealerOptions{})
 	if err != nil {

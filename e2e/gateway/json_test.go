@@ -67,8 +67,10 @@ func (g *gateway) assertClean() {
 	}
 }
 
-func TestChatSuccessRewritesForOpenAI(t *testing.T) {
-	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o-2024-11-20", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
+func TestChatSuccessRewritesForOpenAI(t *testing.T) { forModes(t, testChatSuccessRewritesForOpenAI) }
+
+func testChatSuccessRewritesForOpenAI(t *testing.T, xdsMode bool) {
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o-2024-11-20", Kind: fakeprovider.OpenAI}}, gatewayOptions{xds: xdsMode})
 	res, err := g.openai().Chat.Completions.New(ctxT(t), chat("gpt-4o"))
 	if err != nil {
 		t.Fatal(err)
@@ -133,8 +135,10 @@ func priceBased() *configv1.RouterSettings {
 	return &configv1.RouterSettings{RoutingStrategy: &s}
 }
 
-func TestServerErrorFailsOver(t *testing.T) {
-	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: priceBased()})
+func TestServerErrorFailsOver(t *testing.T) { forModes(t, testServerErrorFailsOver) }
+
+func testServerErrorFailsOver(t *testing.T, xdsMode bool) {
+	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{xds: xdsMode, settings: priceBased()})
 	res, err := g.openai(option.WithHeader(fakeprovider.FaultHeader, "server=a; status=500")).Chat.Completions.New(ctxT(t), chat("gpt-4o"))
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +154,11 @@ func TestServerErrorFailsOver(t *testing.T) {
 }
 
 func TestConnectionRefusedGoesThroughTrampoline(t *testing.T) {
-	g := startGateway(t, twoDeployments(deployment{Down: true}), gatewayOptions{settings: priceBased()})
+	forModes(t, testConnectionRefusedGoesThroughTrampoline)
+}
+
+func testConnectionRefusedGoesThroughTrampoline(t *testing.T, xdsMode bool) {
+	g := startGateway(t, twoDeployments(deployment{Down: true}), gatewayOptions{xds: xdsMode, settings: priceBased()})
 	res, err := g.openai().Chat.Completions.New(ctxT(t), chat("gpt-4o"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/openai/openai-go/v3/option"
@@ -18,7 +19,9 @@ import (
 // the route role runs on one and the attempt role on the other, and trampoline connections
 // alternate between them, so the state of one request crosses replicas at every step and
 // what one replica learns steers the other.
-func TestTwoReplicasShareRedis(t *testing.T) {
+func TestTwoReplicasShareRedis(t *testing.T) { forModes(t, testTwoReplicasShareRedis) }
+
+func testTwoReplicasShareRedis(t *testing.T, xdsMode bool) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix(t)
 	var stores []store.Store
@@ -34,7 +37,7 @@ func TestTwoReplicasShareRedis(t *testing.T) {
 	settings := priceBased()
 	settings.AllowedFails = proto.Uint32(0)
 	settings.CooldownSeconds = proto.Uint32(60)
-	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: settings, store: stores[0], replicas: 2, replicaStores: stores})
+	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{xds: xdsMode, settings: settings, store: stores[0], replicas: 2, replicaStores: stores})
 	for i := 0; i < 4; i++ {
 		c := g.openai()
 		if i == 0 {
@@ -48,10 +51,30 @@ func TestTwoReplicasShareRedis(t *testing.T) {
 	if got := g.served(); got["a"] != 1 || got["b"] != 4 {
 		t.Errorf("served %v, want a once (then open everywhere) and b four times", got)
 	}
-	for i, r := range g.replicas {
-		role := []string{"route", "attempt"}[i]
-		if r.messages(role, "request_headers") == 0 {
-			t.Errorf("replica %d served no %s stream", i, role)
+	if !xdsMode {
+		for i, r := range g.replicas {
+			role := []string{"route", "attempt"}[i]
+			if r.messages(role, "request_headers") == 0 {
+				t.Errorf("replica %d served no %s stream", i, role)
+			}
+		}
+	} else {
+		// The shipped bootstrap has one ext_proc cluster, so both roles run on replica 0;
+		// replica 1 serves xDS and follows Redis, and sees through its own client the
+		// circuit replica 0 opened.
+		if vs := g.versions(); vs[0] == 0 || vs[0] != vs[1] {
+			t.Errorf("replica versions %v, want one version on both", vs)
+		}
+		st, _, err := g.replicas[1].router.Status(context.Background(), "gpt-4o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := false
+		for _, s := range st {
+			open = open || (s.ID == "a" && s.State == "cooldown")
+		}
+		if !open {
+			t.Errorf("replica 1 sees a as %+v, want its circuit open", st)
 		}
 	}
 	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("a", "b") == 0 })

@@ -34,8 +34,10 @@ func (g *gateway) streamChat(t *testing.T, opts ...option.RequestOption) (string
 
 const fullText = "Hello from the fake provider."
 
-func TestStreamSucceeds(t *testing.T) {
-	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
+func TestStreamSucceeds(t *testing.T) { forModes(t, testStreamSucceeds) }
+
+func testStreamSucceeds(t *testing.T, xdsMode bool) {
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}}, gatewayOptions{xds: xdsMode})
 	text, err := g.streamChat(t)
 	if err != nil || text != fullText {
 		t.Fatalf("text %q err %v", text, err)
