@@ -229,3 +229,29 @@ func TestStreamMessageStopWithoutStopReason(t *testing.T) {
 		return strings.Contains(g.logs.String(), "inferred end_turn") && strings.Contains(g.logs.String(), `"finish_reason":"end_turn"`)
 	})
 }
+
+// TestStreamUsageChunkOnlyWhenAsked: switchyard asks every Chat stream for its usage (TPM,
+// throughput) and removes the usage-only chunk again when the client did not ask for it.
+func TestStreamUsageChunkOnlyWhenAsked(t *testing.T) {
+	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
+	for _, tc := range []struct {
+		body      string
+		wantUsage bool
+	}{
+		{`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, true},
+	} {
+		resp, body := g.post("/v1/chat/completions", tc.body, nil)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "data: [DONE]") {
+			t.Fatalf("status %d body %s", resp.StatusCode, body)
+		}
+		if got := strings.Contains(string(body), `"usage":{`); got != tc.wantUsage {
+			t.Errorf("usage chunk present = %v, want %v:\n%s", got, tc.wantUsage, body)
+		}
+		r, _ := g.fakes["oa"].LastRequest()
+		if !r.Get("stream_options.include_usage").Bool() {
+			t.Errorf("the provider was not asked for usage: %s", r.Body)
+		}
+	}
+	eventually(t, "completion tokens recorded", func() bool { return strings.Contains(g.logs.String(), `"completion_tokens":4`) })
+}
