@@ -12,7 +12,7 @@ PROTOVALIDATE_PROTO_VERSION := v1.2.2
 
 CONFIG ?= examples/switchyard.json
 
-.PHONY: build test test-short lint proto bench load run demo tools fmt
+.PHONY: build test test-realenvoy test-short lint proto bench load run demo tools fmt
 
 build:
 	$(GO) build ./...
@@ -22,6 +22,10 @@ build:
 test:
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./routing/... ./extproc/... ./e2e/... ./internal/... ./cmd/... ./admin/... ./xds/...
+
+# The same scenarios against a real Envoy container (testcontainers-go): needs a Docker engine.
+test-realenvoy:
+	$(GO) test -count=1 -tags realenvoy -run TestRealEnvoy ./e2e/realenvoy/
 
 test-short:
 	$(GO) test -short ./...

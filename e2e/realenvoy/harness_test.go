@@ -2,23 +2,22 @@
 // (envoyproxy/envoy, started with testcontainers-go) instead of envoysim: the proof that
 // the re-entry design (DESIGN.md) holds in Envoy itself. switchyard (ext_proc, trampoline,
 // xDS) and the fake providers run in the test process on loopback; the container reaches
-// them through testcontainers' host port access (HostInternal). Without a Docker engine
-// every test skips and says so.
+// them through testcontainers' host port access (HostInternal). The real-Envoy test is
+// built only with the realenvoy tag (`make test-realenvoy`), which needs a Docker engine;
+// without the tag the same scenarios run on envoysim.
 package realenvoy_test
 
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +26,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/wait"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -41,10 +39,6 @@ import (
 	"github.com/switchyard-gw/switchyard/xds"
 )
 
-// envoyImage is the official image the suite runs; SWITCHYARD_ENVOY_IMAGE overrides it
-// (for example envoyproxy/envoy:v1.38-latest).
-const envoyImage = "envoyproxy/envoy:v1.37-latest"
-
 // waitFor bounds every request; it is a safety net, never a sleep.
 const waitFor = 60 * time.Second
 
@@ -53,62 +47,11 @@ const bootstrapPath = "../../envoy/envoy.yaml"
 
 func providerKey(id string) string { return "sk-provider-" + id }
 
-// dockerAnswers reports whether a Docker engine answers, with the reason when not.
-// testcontainers panics on some broken setups; that is "no Docker" too.
-func dockerAnswers() (reason string) {
-	defer func() {
-		if r := recover(); r != nil {
-			reason = fmt.Sprintf("docker: %v", r)
-		}
-	}()
-	p, err := testcontainers.ProviderDefault.GetProvider()
-	if err != nil {
-		return fmt.Sprintf("no Docker provider: %v", err)
-	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Health(ctx); err != nil {
-		return fmt.Sprintf("Docker engine not answering: %v", err)
-	}
-	return ""
-}
-
-var docker struct {
-	once   sync.Once
-	reason string
-}
-
-func requireDocker(t *testing.T) {
-	t.Helper()
-	docker.once.Do(func() { docker.reason = dockerAnswers() })
-	if docker.reason != "" {
-		t.Skipf("real-Envoy suite skipped: %s (it runs wherever a Docker engine answers; e2e/gateway covers the same scenarios with envoysim)", docker.reason)
-	}
-}
-
 // fixture is switchyard in-process, its fakes and a real Envoy in front.
 type fixture struct {
 	base  string
 	fakes map[string]*fakeprovider.Server
-	logs  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs  *testlog.Buffer
 }
 
 // deployment of the fixture; Down means nothing listens at its address.
@@ -150,47 +93,6 @@ type proxy interface {
 	start(t *testing.T, bootstrap []byte, forwarded []int, log *slog.Logger) string
 }
 
-// realEnvoy runs envoyproxy/envoy with testcontainers-go; it skips without Docker.
-type realEnvoy struct{}
-
-func (realEnvoy) host() string { return testcontainers.HostInternal }
-
-func (realEnvoy) start(t *testing.T, bootstrap []byte, forwarded []int, _ *slog.Logger) string {
-	t.Helper()
-	image := envoyImage
-	if s := os.Getenv("SWITCHYARD_ENVOY_IMAGE"); s != "" {
-		image = s
-	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer scancel()
-	c, err := testcontainers.Run(sctx, image,
-		testcontainers.WithFiles(testcontainers.ContainerFile{
-			Reader: strings.NewReader(string(bootstrap)), ContainerFilePath: "/etc/envoy/switchyard.json", FileMode: 0o644,
-		}),
-		testcontainers.WithCmd("envoy", "-c", "/etc/envoy/switchyard.json", "--log-level", "info"),
-		testcontainers.WithExposedPorts("10000/tcp"),
-		testcontainers.WithHostPortAccess(forwarded...),
-		// The listener opens once RDS and CDS from switchyard are in.
-		testcontainers.WithWaitStrategy(wait.ForListeningPort("10000/tcp").WithStartupTimeout(2*time.Minute)),
-	)
-	if c != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				dumpLogs(t, c)
-			}
-			_ = testcontainers.TerminateContainer(c)
-		})
-	}
-	if err != nil {
-		t.Fatalf("starting %s: %v", image, err)
-	}
-	base, err := c.PortEndpoint(sctx, "10000/tcp", "http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return base
-}
-
 // envoySim runs the same bootstrap in envoysim on loopback: the suite's own assertions are
 // exercised where Docker is absent (e2e/gateway is the envoysim suite proper).
 type envoySim struct{}
@@ -223,7 +125,7 @@ func (envoySim) start(t *testing.T, bootstrap []byte, _ []int, log *slog.Logger)
 // startFixture starts the fakes, switchyard's servers and the proxy in front.
 func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
 	t.Helper()
-	f := &fixture{fakes: map[string]*fakeprovider.Server{}, logs: &syncBuffer{}}
+	f := &fixture{fakes: map[string]*fakeprovider.Server{}, logs: &testlog.Buffer{}}
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var forwarded []int
 	strategy := "price-based"
@@ -301,18 +203,6 @@ func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
 	})
 	f.base = px.start(t, proxyBootstrap(t, px.host(), extPort, xdsPort), forwarded, log)
 	return f
-}
-
-func dumpLogs(t *testing.T, c testcontainers.Container) {
-	t.Helper()
-	r, err := c.Logs(context.Background())
-	if err != nil {
-		t.Logf("envoy logs: %v", err)
-		return
-	}
-	defer r.Close()
-	b, _ := io.ReadAll(r)
-	t.Logf("envoy logs:\n%s", b)
 }
 
 // proxyBootstrap is envoy/envoy.yaml with its two static clusters pointed at this process

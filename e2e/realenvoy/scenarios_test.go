@@ -18,16 +18,6 @@ func chatBody(model string, stream bool) string {
 	return `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}]}`
 }
 
-// The scenarios of e2e/gateway that exercise Envoy's own machinery: cluster_header routing
-// from xDS-published clusters, the attempt role as an upstream filter, the 307 internal
-// redirect with the sealed state, the retry onto the trampoline priority, and a streamed
-// answer through FULL_DUPLEX_STREAMED. One Envoy serves them all (price-based routing: the
-// cheaper deployment of each model first).
-func TestRealEnvoy(t *testing.T) {
-	requireDocker(t)
-	runScenarios(t, realEnvoy{})
-}
-
 // The same scenarios on envoysim, so the suite's harness and assertions run everywhere.
 func TestScenariosOnEnvoysim(t *testing.T) { runScenarios(t, envoySim{}) }
 

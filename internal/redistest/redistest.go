@@ -50,7 +50,7 @@ func (s *Shared) Addr(tb testing.TB) string {
 	tb.Helper()
 	s.once.Do(s.start)
 	if s.skip != "" {
-		tb.Skip(s.skip)
+		skipOrFail(tb, s.skip)
 	}
 	return s.addr
 }

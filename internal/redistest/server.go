@@ -43,7 +43,7 @@ func StartWith(tb testing.TB, extra ...string) *Server {
 	tb.Helper()
 	bin, err := findRedisServer()
 	if err != nil {
-		tb.Skip("SKIPPING: this test controls its own Redis and needs redis-server on PATH: " + err.Error())
+		skipOrFail(tb, "SKIPPING: this test controls its own Redis and needs redis-server on PATH: "+err.Error())
 	}
 	dir := tb.TempDir()
 	p, err := startProcess(bin, 0, dir, extra...)

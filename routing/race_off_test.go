@@ -1,5 +1,0 @@
-//go:build !race
-
-package routing_test
-
-const raceEnabled = false
