@@ -64,6 +64,7 @@ type attemptProcessor struct {
 
 	requestID  string
 	state      *statev1.State
+	sealedIn   string // the state as it came in dynamic metadata
 	req        routing.Request
 	dep        *config.Deployment
 	trampoline bool
@@ -202,7 +203,7 @@ func (p *attemptProcessor) load(m *extprocv3.ProcessingRequest) error {
 	if err != nil {
 		return fmt.Errorf("opening the attempt state: %w", err)
 	}
-	p.state = st
+	p.state, p.sealedIn = st, sealed
 	cur := st.GetCurrent()
 	if cur.GetDeploymentId() == "" {
 		return fmt.Errorf("attempt state names no current attempt")
@@ -257,7 +258,7 @@ func (p *attemptProcessor) onRequestBody(b *extprocv3.HttpBody) error {
 		m := strippedRequest(p.headers, []byte{})
 		m.setHeader(":path", TrampolinePath)
 		m.setHeader(":method", http.MethodPost)
-		m.setHeader(HeaderState, metadataStateOf(p))
+		m.setHeader(HeaderState, p.sealedIn) // the pass's state, as the route role sealed it
 		m.setHeader(HeaderTransport, strconv.Itoa(int(p.transport)))
 		return p.stream.Send(rewriteRequest(p.safe(m), []byte{}, nil))
 	}
@@ -272,20 +273,11 @@ func (p *attemptProcessor) onRequestBody(b *extprocv3.HttpBody) error {
 	return p.stream.Send(rewriteRequest(p.safe(m), rw.Body, sentMetadata()))
 }
 
-// metadataStateOf is the sealed state the trampoline attempt forwards to the trampoline.
-func metadataStateOf(p *attemptProcessor) string {
-	s, err := p.s.sealer.Seal(p.state)
-	if err != nil {
-		return ""
-	}
-	return s
-}
-
 // strippedRequest removes every credential and switchyard header from a request, and sets
 // content-length for a replaced body (nil keeps the length).
 func strippedRequest(h headerMap, body []byte) mutation {
 	var m mutation
-	for _, name := range credentialHeaders {
+	for _, name := range provider.ClientCredentialHeaders {
 		if _, ok := h.get(name); ok {
 			m.removeHeader(name)
 		}

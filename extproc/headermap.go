@@ -41,11 +41,6 @@ const (
 // ClusterName is the Envoy cluster of a deployment.
 func ClusterName(deploymentID string) string { return clusterPrefix + deploymentID }
 
-// credentialHeaders are the client credentials the route role removes before any attempt:
-// they travel only inside the sealed state, so a request that an attempt role never
-// processed (fail-open, a dead replica) carries none to a provider.
-var credentialHeaders = [...]string{"authorization", "api-key", "x-api-key"}
-
 // savedHeaders are the client headers whose original values the state keeps, because an
 // attempt role overwrites or removes them and Envoy builds the redirected request from the
 // headers as shipped to the provider (router.cc convertRequestHeadersForInternalRedirect).

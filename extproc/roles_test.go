@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -519,4 +520,26 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func classTransient() failure.Classification {
 	return failure.Classification{Class: failure.ClassTransient, Kind: failure.KindServerError, Status: 500}
+}
+
+// TestRouteRoleStopsAtTheRedirectBudget: with no internal redirect left the route role
+// answers with what the last upstream said instead of scheduling an attempt whose failure
+// could only reach the client as a 307.
+func TestRouteRoleStopsAtTheRedirectBudget(t *testing.T) {
+	r := newRig(t)
+	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0}
+	st := newState(&req, statev1.Dialect_DIALECT_OPENAI_CHAT, t0.Add(30*time.Minute))
+	finishAttempt(st, &routing.Attempt{Deployment: "a", Model: "gpt-4o", Status: 503, Class: failure.ClassTransient,
+		Kind: failure.KindOverloaded, Message: "busy upstream"})
+	st.Redirects = uint32(r.srv.opts.MaxRedirects) - 1 // the route role counts this re-entry
+	sealed, err := r.srv.sealer.Seal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := r.route(t)
+	fs.answer(t, reqHeaders(false, append(clientHeaders(), HeaderState, sealed)...))
+	ir := fs.answer(t, reqBody(chatJSON)).GetImmediateResponse()
+	if ir == nil || ir.GetStatus().GetCode() != 503 || !strings.Contains(string(ir.GetBody()), "busy upstream") {
+		t.Fatalf("answer %v, want the last upstream's 503", ir)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
+	"github.com/switchyard-gw/switchyard/extproc/provider"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 )
@@ -188,7 +189,7 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 	if int(p.state.GetRedirects()) >= p.s.opts.MaxRedirects {
 		// Defensive: maxAttempts is validated against the redirect budget, so the router
 		// stops first; a 307 must never reach the client.
-		return p.replyStop(req, hist, redirectBudgetStop(hist))
+		return p.replyStop(req, hist, hist.FinalStop())
 	}
 	d := p.s.router.Decide(ctx, &req, hist)
 	if d.Action == routing.ActionStop {
@@ -266,7 +267,7 @@ func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, p
 			m.removeHeader(name)
 		}
 	})
-	for _, name := range credentialHeaders {
+	for _, name := range provider.ClientCredentialHeaders {
 		if _, ok := h.get(name); ok {
 			m.removeHeader(name)
 		}
@@ -290,14 +291,7 @@ func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, p
 	return m
 }
 
-func isCredential(name string) bool {
-	for _, c := range credentialHeaders {
-		if c == name {
-			return true
-		}
-	}
-	return false
-}
+func isCredential(name string) bool { return slices.Contains(provider.ClientCredentialHeaders, name) }
 
 func ceilMillis(d time.Duration) int64 {
 	if d <= 0 {
@@ -324,16 +318,6 @@ func fallbackHop(st *statev1.State, model string) uint32 {
 		}
 	}
 	return hop + 1
-}
-
-// redirectBudgetStop ends a request that has no internal redirect left with what the last
-// upstream said (SPEC §7.4).
-func redirectBudgetStop(h *routing.History) *routing.StopError {
-	last := h.Last()
-	if last == nil {
-		return &routing.StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "No attempt could be made."}
-	}
-	return &routing.StopError{Status: last.Status, Code: last.Code, Type: last.Type, Message: last.Message, Kind: last.Kind, RetryAfter: last.RetryAfter, Upstream: true}
 }
 
 func (p *routeProcessor) replyStop(req routing.Request, hist *routing.History, stop *routing.StopError) error {
@@ -400,32 +384,33 @@ func shortRandom() string {
 	return hex.EncodeToString(b[:])
 }
 
+// dialects pairs each client dialect with its name in the state.
+var dialects = [...]struct {
+	d dialect.Dialect
+	p statev1.Dialect
+}{
+	{dialect.Chat, statev1.Dialect_DIALECT_OPENAI_CHAT},
+	{dialect.Responses, statev1.Dialect_DIALECT_OPENAI_RESPONSES},
+	{dialect.Messages, statev1.Dialect_DIALECT_ANTHROPIC_MESSAGES},
+	{dialect.Embeddings, statev1.Dialect_DIALECT_OPENAI_EMBEDDINGS},
+}
+
 // dialectProto is the state's name of a client dialect.
 func dialectProto(d dialect.Dialect) statev1.Dialect {
-	switch d {
-	case dialect.Chat:
-		return statev1.Dialect_DIALECT_OPENAI_CHAT
-	case dialect.Responses:
-		return statev1.Dialect_DIALECT_OPENAI_RESPONSES
-	case dialect.Messages:
-		return statev1.Dialect_DIALECT_ANTHROPIC_MESSAGES
-	case dialect.Embeddings:
-		return statev1.Dialect_DIALECT_OPENAI_EMBEDDINGS
+	for _, x := range dialects {
+		if x.d == d {
+			return x.p
+		}
 	}
 	return statev1.Dialect_DIALECT_UNSPECIFIED
 }
 
 // dialectOf is the client dialect a state names.
 func dialectOf(d statev1.Dialect) dialect.Dialect {
-	switch d {
-	case statev1.Dialect_DIALECT_OPENAI_CHAT:
-		return dialect.Chat
-	case statev1.Dialect_DIALECT_OPENAI_RESPONSES:
-		return dialect.Responses
-	case statev1.Dialect_DIALECT_ANTHROPIC_MESSAGES:
-		return dialect.Messages
-	case statev1.Dialect_DIALECT_OPENAI_EMBEDDINGS:
-		return dialect.Embeddings
+	for _, x := range dialects {
+		if x.p == d {
+			return x.d
+		}
 	}
 	return dialect.None
 }

@@ -42,6 +42,11 @@ func upstreamStop(last *Attempt) *StopError {
 	return e
 }
 
+// FinalStop is what a request that can make no further attempt ends with: what the last
+// upstream said (SPEC §7.4), as Decide answers when the budget is spent. Callers that bound
+// attempts by limits of their own (the ext_proc route role's internal-redirect budget) use it.
+func (h *History) FinalStop() *StopError { return upstreamStop(h.lastAsked()) }
+
 // genericMessage words a failure for which the upstream sent no message (no response at all).
 func genericMessage(k failure.Kind) string {
 	switch k {

@@ -28,6 +28,11 @@ func Speaks(p failure.Provider, d dialect.Dialect) bool {
 	return d != dialect.None && routing.Speaks(p, d.API())
 }
 
+// ClientCredentialHeaders are the headers a client may carry its credentials in. The route
+// role removes them before any attempt (they travel only inside the sealed state) and a
+// rewrite never lets them reach a provider.
+var ClientCredentialHeaders = []string{"authorization", "proxy-authorization", "api-key", "x-api-key"}
+
 // Upstream is a deployment's endpoint and credentials, compiled once per configuration
 // so that a rewrite parses no URL.
 type Upstream struct {
@@ -74,7 +79,6 @@ func Compile(d *config.Deployment) (*Upstream, error) {
 	}
 	up := &Upstream{Provider: d.Provider, Scheme: u.Scheme, Authority: u.Host, model: d.ProviderModel,
 		root: strings.TrimRight(u.EscapedPath(), "/")}
-	clientCreds := []string{"authorization", "proxy-authorization", "api-key", "x-api-key"}
 	switch d.Provider {
 	case failure.ProviderOpenAI, failure.ProviderOpenAICompatible:
 		if d.APIKey != "" {
@@ -113,7 +117,7 @@ func Compile(d *config.Deployment) (*Upstream, error) {
 	default:
 		return nil, fmt.Errorf("deployment %s: unknown provider %q", d.ID, d.Provider)
 	}
-	for _, h := range clientCreds {
+	for _, h := range ClientCredentialHeaders {
 		if h != up.credName {
 			up.remove = append(up.remove, h)
 		}
