@@ -327,8 +327,12 @@ func TestRouteRoleStopsWithRetryAfter(t *testing.T) {
 
 // attemptState seals the state the route role hands the attempt role for deployment id.
 func (r *rig) attemptState(t *testing.T, id string) (*corev3.Metadata, map[string]*structpb.Struct) {
+	return r.attemptStateOf(t, id, false)
+}
+
+func (r *rig) attemptStateOf(t *testing.T, id string, stream bool) (*corev3.Metadata, map[string]*structpb.Struct) {
 	t.Helper()
-	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0}
+	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0, Stream: stream}
 	st := newState(&req, statev1.Dialect_DIALECT_OPENAI_CHAT, t0.Add(30*time.Minute))
 	saveHeader(st, ":scheme", []byte("http"), true)
 	saveHeader(st, ":authority", []byte("gw"), true)
@@ -541,5 +545,76 @@ func TestRouteRoleStopsAtTheRedirectBudget(t *testing.T) {
 	ir := fs.answer(t, reqBody(chatJSON)).GetImmediateResponse()
 	if ir == nil || ir.GetStatus().GetCode() != 503 || !strings.Contains(string(ir.GetBody()), "busy upstream") {
 		t.Fatalf("answer %v, want the last upstream's 503", ir)
+	}
+}
+
+const chunkContent = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+const chunkRole = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n"
+
+// startStreamAttempt drives an attempt of a streamed chat request to its held 200 headers.
+func (r *rig) startStreamAttempt(t *testing.T) *fakeStream {
+	t.Helper()
+	md, attrs := r.attemptStateOf(t, "a", true)
+	fs, _, _ := r.attempt(t)
+	fs.answer(t, attemptHeaders1(md, attrs))
+	fs.answer(t, reqBody(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	fs.in <- respHeaders(false, ":status", "200", "content-type", "text/event-stream")
+	return fs
+}
+
+// waitTimer waits until the attempt role armed its stream timer on the fake clock.
+func (r *rig) waitTimer(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.clock.Waiting() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no stream timer armed")
+		}
+		time.Sleep(time.Millisecond) // the processor's goroutine arms it
+	}
+}
+
+// TestAttemptRoleStreamDeadlineAfterCommit: a committed stream still open at the request's
+// deadline ends with an in-band timeout error 0.5 s before Envoy's route timeout would cut it.
+func TestAttemptRoleStreamDeadlineAfterCommit(t *testing.T) {
+	r := newRig(t)
+	fs := r.startStreamAttempt(t)
+	fs.in <- respBody(chunkContent, false)
+	if h := fs.next(t); h.GetResponseHeaders() == nil {
+		t.Fatalf("commit: %v", h)
+	}
+	if b := fs.next(t).GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse(); string(b.GetBody()) != chunkContent {
+		t.Fatalf("released %q", b.GetBody())
+	}
+	// Keepalives every 500 s keep the stream inside its idle timeout (600 s) until the
+	// deadline (30 min, minus the margin) ends it.
+	for i := 0; i < 3; i++ {
+		r.waitTimer(t)
+		r.clock.Advance(500 * time.Second)
+		fs.in <- respBody(": keepalive\n\n", false)
+		if b := fs.next(t).GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse(); string(b.GetBody()) != ": keepalive\n\n" {
+			t.Fatalf("keepalive passed as %q", b.GetBody())
+		}
+	}
+	r.waitTimer(t)
+	r.clock.Advance(300*time.Second - deadlineMargin)
+	end := fs.next(t).GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse()
+	if !end.GetEndOfStream() || !strings.Contains(string(end.GetBody()), `"code":"timeout"`) || !strings.Contains(string(end.GetBody()), "req-1") {
+		t.Fatalf("end of the stream %q (eos %v), want an error event with the request id", end.GetBody(), end.GetEndOfStream())
+	}
+}
+
+// TestAttemptRoleStreamStallBeforeCommitFailsOver: a stream that sends only a role delta and
+// then goes silent for idleMs becomes the 307 back to the route role; the client saw nothing.
+func TestAttemptRoleStreamStallBeforeCommitFailsOver(t *testing.T) {
+	r := newRig(t)
+	fs := r.startStreamAttempt(t)
+	fs.in <- respBody(chunkRole, false)
+	fs.none(t)
+	r.waitTimer(t)
+	r.clock.Advance(601 * time.Second) // idleMs of the default text stream policy: 600 s
+	h := fs.next(t)
+	if v, _ := set(h.GetResponseHeaders().GetResponse().GetHeaderMutation(), ":status"); v != "307" {
+		t.Fatalf("answer %v, want the 307", h)
 	}
 }
