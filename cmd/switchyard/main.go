@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -119,10 +120,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Warn("loading the configuration from the store failed; routing on the configuration file", "err", err)
 		live.Store(snap)
 	}
+	// The store's background users stop, and are waited for, before the store closes (the
+	// deferred Close above runs after this defer), whatever makes run return.
+	bg, stopBG := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer func() { stopBG(); background.Wait() }()
 	if seedErr != nil {
-		go seedWhenReachable(ctx, st, sf.kind, cfg, *overwrite, time.After, log)
+		background.Go(func() { seedWhenReachable(bg, st, sf.kind, cfg, *overwrite, time.After, log) })
 	}
-	go config.Follower{Logger: log}.Run(ctx, live, st, validator)
+	background.Go(func() { config.Follower{Logger: log}.Run(bg, live, st, validator) })
 	router := routing.New(live, st, routing.Options{Logger: log})
 	keys, err := stateKeys(df, sf.kind, getenv, log)
 	if err != nil {
