@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -488,11 +489,13 @@ func (p *attemptProcessor) finishSuccess(completion, total int64) {
 		Latency: latency, CompletionTokens: completion, TotalTokens: total})
 	// The request's one closing record (a stop is logged by the route role).
 	cur := p.state.GetCurrent()
-	p.s.log.Info("request served", "request", p.requestID, "model", p.state.GetPublicModel(), "served_model", cur.GetModel(),
-		"deployment", cur.GetDeploymentId(), "status", p.status, "attempts", len(p.state.GetAttempts())+1,
-		"fallback_used", cur.GetModel() != p.state.GetPublicModel(), "latency_ms", latency.Milliseconds(),
-		"completion_tokens", completion, "circuit", transitionName(t),
-		"total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds())
+	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "request served", slog.String("request", p.requestID),
+		slog.String("model", p.state.GetPublicModel()), slog.String("served_model", cur.GetModel()),
+		slog.String("deployment", cur.GetDeploymentId()), slog.Int("status", p.status),
+		slog.Int("attempts", len(p.state.GetAttempts())+1), slog.Bool("fallback_used", cur.GetModel() != p.state.GetPublicModel()),
+		slog.Int64("latency_ms", latency.Milliseconds()), slog.Int64("completion_tokens", completion),
+		slog.String("circuit", transitionName(t)),
+		slog.Int64("total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds()))
 }
 
 // finish records the attempt's outcome once.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -244,9 +245,12 @@ func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History
 	}
 	deadline := time.Unix(0, p.state.GetDeadlineUnixNano())
 	m := attemptHeaders(p.headers, p.state, d.Deployment.ID, deadline.Sub(now), d.ResponseTimeout)
-	p.s.log.Info("attempt scheduled", "request", p.requestID, "model", req.Model, "deployment", d.Deployment.ID,
-		"move", d.Move.String(), "reason", d.Reason.String(), "wait_ms", d.Wait.Milliseconds(), "probe", d.Probe,
-		"time_left_ms", deadline.Sub(now).Milliseconds(), "attempt", len(hist.Attempts)+1, "degraded", d.Degraded)
+	// Typed attributes: every request pays this record, and Info's ...any boxes each value.
+	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "attempt scheduled", slog.String("request", p.requestID),
+		slog.String("model", req.Model), slog.String("deployment", d.Deployment.ID), slog.String("move", d.Move.String()),
+		slog.String("reason", d.Reason.String()), slog.Int64("wait_ms", d.Wait.Milliseconds()), slog.Bool("probe", d.Probe),
+		slog.Int64("time_left_ms", deadline.Sub(now).Milliseconds()), slog.Int("attempt", len(hist.Attempts)+1),
+		slog.Bool("degraded", d.Degraded))
 	p.s.metric.moved(req.Model, d.Move)
 	m, dropped := routeRules.sanitize(m)
 	if len(dropped) > 0 {
@@ -277,11 +281,12 @@ func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, p
 			continue
 		}
 		v, present, _ := savedHeader(st, name)
-		_, now := h.get(name)
+		cur, now := h.get(name)
 		switch {
-		case present:
+		case present && (!now || cur != string(v)):
+			// Only what an attempt role changed: on a first pass nothing is.
 			m.setHeader(name, string(v))
-		case now:
+		case !present && now:
 			m.removeHeader(name)
 		}
 	}

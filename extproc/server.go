@@ -117,9 +117,8 @@ const (
 
 // Process implements ExternalProcessorServer.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
-	md, _ := metadata.FromIncomingContext(stream.Context())
 	role := ""
-	if v := md.Get(HeaderRole); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(stream.Context(), HeaderRole); len(v) > 0 { // no copy of the metadata
 		role = v[0]
 	}
 	var err error

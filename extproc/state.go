@@ -9,10 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
@@ -171,7 +170,7 @@ func (s *Sealer) key(id byte) *sealKey {
 	return nil
 }
 
-// getScratch returns a working buffer of length n.
+// getScratch returns a working buffer of length n (its capacity is what earlier uses left).
 func (s *Sealer) getScratch(n int) *[]byte {
 	if p, ok := s.scratch.Get().(*[]byte); ok && cap(*p) >= n {
 		*p = (*p)[:n]
@@ -191,33 +190,29 @@ func (s *Sealer) putScratch(p *[]byte) {
 func (s *Sealer) Seal(st *statev1.State) (string, error) {
 	k := &s.current
 	id := st.GetRequestId()
-	size := proto.Size(st)
-	// Scratch layout: additional data | sealed blob | its base64.
-	ad, blob := 2+len(id), headerSize+size+k.aead.Overhead()
+	// Scratch layout: additional data | version, key id, nonce | plaintext, then ciphertext
+	// and tag in its place | base64.
+	p := s.getScratch(0)
+	defer s.putScratch(p)
+	buf := append((*p)[:0], sealVersion, k.id)
+	buf = append(buf, id...)
+	ad := len(buf)
+	buf = append(buf, sealVersion, k.id)
+	buf = append(buf, make([]byte, nonceSize)...)
+	if _, err := io.ReadFull(s.rand, buf[ad+2:ad+headerSize]); err != nil {
+		return "", fmt.Errorf("sealing the attempt state: reading a nonce: %w", err)
+	}
+	buf = appendState(buf, st)
+	blob := len(buf) - ad + k.aead.Overhead()
 	if b64.EncodedLen(blob) > MaxSealedLen {
 		return "", fmt.Errorf("sealing the attempt state: %d bytes sealed, above the limit of %d", b64.EncodedLen(blob), MaxSealedLen)
 	}
-	p := s.getScratch(ad + blob + b64.EncodedLen(blob))
-	defer s.putScratch(p)
-	buf := *p
-	buf[0], buf[1] = sealVersion, k.id
-	copy(buf[2:ad], id)
-	raw := buf[ad : ad+headerSize : ad+blob]
-	raw[0], raw[1] = sealVersion, k.id
-	if _, err := io.ReadFull(s.rand, raw[2:headerSize]); err != nil {
-		return "", fmt.Errorf("sealing the attempt state: reading a nonce: %w", err)
-	}
-	plain, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(raw[headerSize:headerSize], st)
-	if err != nil {
-		return "", fmt.Errorf("sealing the attempt state: marshalling: %w", err)
-	}
-	if len(plain) != size {
-		return "", fmt.Errorf("sealing the attempt state: marshalled %d bytes, sized %d (modified concurrently?)", len(plain), size)
-	}
+	buf = slices.Grow(buf, k.aead.Overhead()+b64.EncodedLen(blob))
 	// In place: the ciphertext overwrites the plaintext (cipher.AEAD allows exact overlap).
-	sealed := k.aead.Seal(raw, raw[2:headerSize], plain, buf[:ad])
-	out := buf[ad+blob:]
+	sealed := k.aead.Seal(buf[ad:ad+headerSize], buf[ad+2:ad+headerSize], buf[ad+headerSize:], buf[:ad])
+	out := buf[ad+blob : ad+blob+b64.EncodedLen(blob)]
 	b64.Encode(out, sealed)
+	*p = buf
 	return string(out), nil
 }
 
@@ -227,12 +222,15 @@ func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 	if len(sealed) > MaxSealedLen {
 		return nil, reject(RejectMalformed, "%d bytes, above the limit of %d", len(sealed), MaxSealedLen)
 	}
-	// Scratch layout: additional data | decoded blob.
+	// Scratch layout: additional data | decoded blob | the base64 text (copied there because
+	// []byte(sealed) would allocate a copy of its own).
 	ad := 2 + len(requestID)
-	p := s.getScratch(ad + b64.DecodedLen(len(sealed)))
+	text := ad + b64.DecodedLen(len(sealed))
+	p := s.getScratch(text + len(sealed))
 	defer s.putScratch(p)
 	buf := *p
-	n, err := b64.Decode(buf[ad:], []byte(sealed))
+	copy(buf[text:], sealed)
+	n, err := b64.Decode(buf[ad:text], buf[text:])
 	if err != nil {
 		return nil, reject(RejectMalformed, "decoding base64url: %w", err)
 	}
@@ -253,9 +251,9 @@ func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 	if err != nil {
 		return nil, reject(RejectAuthFailed, "request %q: %w", requestID, err)
 	}
-	// Unmarshal copies strings and bytes out of plain, so the scratch may be reused.
-	st := &statev1.State{}
-	if err := proto.Unmarshal(plain, st); err != nil {
+	// decodeState copies plain, so the scratch may be reused.
+	st, err := decodeState(plain)
+	if err != nil {
 		// Authentic but unparseable: only a replica with an incompatible schema seals that.
 		return nil, reject(RejectMalformed, "unmarshalling: %w", err)
 	}

@@ -1,0 +1,536 @@
+package extproc
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+)
+
+// The state's wire codec: the protobuf encoding of switchyard.state.v1.State, written and
+// read with protowire instead of protobuf-go's table-driven codec, because every request
+// pays a seal and an open (and every redirect two more), and on open that codec allocates
+// each string and message separately: about 45 allocations for a redirect's state. Here an
+// open makes a handful: every string is a substring of one copy of the plaintext, every
+// header value a sub-slice of one buffer, and the messages of a kind share one slab.
+//
+// The bytes are protobuf-go's own: fields in number order, zero values of implicit-presence
+// fields left out, unknown fields kept and written back (a state sealed by a newer replica
+// survives a pass through an older one). statecodec_test.go holds it to that: round trips
+// against proto.Marshal / proto.Unmarshal over a state with every field set (found through
+// the descriptor, so a field added to state.proto and not here fails it), and a fuzz target
+// comparing decodeState with proto.Unmarshal on arbitrary input.
+//
+// Strings share the plaintext's copy, so a string kept from a state keeps the whole copy
+// alive (under MaxSealedLen); nothing in switchyard keeps one past the request.
+
+// Field numbers of state.proto.
+const (
+	fState_RequestId        protowire.Number = 1
+	fState_PublicModel      protowire.Number = 2
+	fState_Operation        protowire.Number = 3
+	fState_Mode             protowire.Number = 4
+	fState_StartUnixNano    protowire.Number = 5
+	fState_DeadlineUnixNano protowire.Number = 6
+	fState_Dialect          protowire.Number = 7
+	fState_Attempts         protowire.Number = 8
+	fState_Skips            protowire.Number = 9
+	fState_Reason           protowire.Number = 10
+	fState_ReasonFrom       protowire.Number = 11
+	fState_ClientHeaders    protowire.Number = 12
+	fState_Current          protowire.Number = 13
+	fState_Redirects        protowire.Number = 14
+
+	fAttempt_DeploymentId    protowire.Number = 1
+	fAttempt_Model           protowire.Number = 2
+	fAttempt_Class           protowire.Number = 3
+	fAttempt_Kind            protowire.Number = 4
+	fAttempt_Quota           protowire.Number = 5
+	fAttempt_Status          protowire.Number = 6
+	fAttempt_LatencyNanos    protowire.Number = 7
+	fAttempt_RetryAfterNanos protowire.Number = 8
+	fAttempt_Message         protowire.Number = 9
+	fAttempt_ErrorType       protowire.Number = 10
+	fAttempt_ErrorCode       protowire.Number = 11
+	fAttempt_Move            protowire.Number = 12
+	fAttempt_FallbackReason  protowire.Number = 13
+	fAttempt_FallbackHop     protowire.Number = 14
+	fAttempt_Probe           protowire.Number = 15
+	fAttempt_Pick            protowire.Number = 16
+	fAttempt_AllOpenTry      protowire.Number = 17
+
+	fSkip_DeploymentId protowire.Number = 1
+	fSkip_Model        protowire.Number = 2
+	fSkip_Reason       protowire.Number = 3
+
+	fHeader_Name  protowire.Number = 1
+	fHeader_Value protowire.Number = 2
+
+	fCurrent_DeploymentId   protowire.Number = 1
+	fCurrent_Model          protowire.Number = 2
+	fCurrent_AttemptId      protowire.Number = 3
+	fCurrent_StartUnixNano  protowire.Number = 4
+	fCurrent_Move           protowire.Number = 5
+	fCurrent_FallbackReason protowire.Number = 6
+	fCurrent_FallbackHop    protowire.Number = 7
+	fCurrent_Probe          protowire.Number = 8
+	fCurrent_Pick           protowire.Number = 9
+	fCurrent_AllOpenTry     protowire.Number = 10
+	fCurrent_ReasonFrom     protowire.Number = 11
+)
+
+// appendState appends st's protobuf encoding to b.
+func appendState(b []byte, st *statev1.State) []byte {
+	b = appendString(b, fState_RequestId, st.RequestId)
+	b = appendString(b, fState_PublicModel, st.PublicModel)
+	b = appendVarint(b, fState_Operation, uint64(int64(st.Operation)))
+	b = appendVarint(b, fState_Mode, uint64(int64(st.Mode)))
+	b = appendFixed64(b, fState_StartUnixNano, st.StartUnixNano)
+	b = appendFixed64(b, fState_DeadlineUnixNano, st.DeadlineUnixNano)
+	b = appendVarint(b, fState_Dialect, uint64(int64(st.Dialect)))
+	for _, a := range st.Attempts {
+		var at int
+		b, at = beginMessage(b, fState_Attempts)
+		b = endMessage(appendAttempt(b, a), at)
+	}
+	for _, s := range st.Skips {
+		var at int
+		b, at = beginMessage(b, fState_Skips)
+		b = endMessage(appendSkip(b, s), at)
+	}
+	b = appendVarint(b, fState_Reason, uint64(int64(st.Reason)))
+	b = appendString(b, fState_ReasonFrom, st.ReasonFrom)
+	for _, h := range st.ClientHeaders {
+		var at int
+		b, at = beginMessage(b, fState_ClientHeaders)
+		b = endMessage(appendHeader(b, h), at)
+	}
+	if st.Current != nil {
+		var at int
+		b, at = beginMessage(b, fState_Current)
+		b = endMessage(appendCurrent(b, st.Current), at)
+	}
+	b = appendVarint(b, fState_Redirects, uint64(st.Redirects))
+	return append(b, st.ProtoReflect().GetUnknown()...)
+}
+
+func appendAttempt(b []byte, a *statev1.Attempt) []byte {
+	b = appendString(b, fAttempt_DeploymentId, a.DeploymentId)
+	b = appendString(b, fAttempt_Model, a.Model)
+	b = appendVarint(b, fAttempt_Class, uint64(int64(a.Class)))
+	b = appendString(b, fAttempt_Kind, a.Kind)
+	b = appendBool(b, fAttempt_Quota, a.Quota)
+	b = appendVarint(b, fAttempt_Status, uint64(int64(a.Status)))
+	b = appendFixed64(b, fAttempt_LatencyNanos, a.LatencyNanos)
+	b = appendFixed64(b, fAttempt_RetryAfterNanos, a.RetryAfterNanos)
+	b = appendString(b, fAttempt_Message, a.Message)
+	b = appendString(b, fAttempt_ErrorType, a.ErrorType)
+	b = appendString(b, fAttempt_ErrorCode, a.ErrorCode)
+	b = appendVarint(b, fAttempt_Move, uint64(int64(a.Move)))
+	b = appendVarint(b, fAttempt_FallbackReason, uint64(int64(a.FallbackReason)))
+	b = appendVarint(b, fAttempt_FallbackHop, uint64(a.FallbackHop))
+	b = appendBool(b, fAttempt_Probe, a.Probe)
+	b = appendString(b, fAttempt_Pick, a.Pick)
+	b = appendBool(b, fAttempt_AllOpenTry, a.AllOpenTry)
+	return append(b, a.ProtoReflect().GetUnknown()...)
+}
+
+func appendSkip(b []byte, s *statev1.Skip) []byte {
+	b = appendString(b, fSkip_DeploymentId, s.DeploymentId)
+	b = appendString(b, fSkip_Model, s.Model)
+	b = appendString(b, fSkip_Reason, s.Reason)
+	return append(b, s.ProtoReflect().GetUnknown()...)
+}
+
+func appendHeader(b []byte, h *statev1.Header) []byte {
+	b = appendString(b, fHeader_Name, h.Name)
+	if h.Value != nil { // explicit presence: an empty value is sent, an absent one is not
+		b = protowire.AppendTag(b, fHeader_Value, protowire.BytesType)
+		b = protowire.AppendBytes(b, h.Value)
+	}
+	return append(b, h.ProtoReflect().GetUnknown()...)
+}
+
+func appendCurrent(b []byte, c *statev1.Current) []byte {
+	b = appendString(b, fCurrent_DeploymentId, c.DeploymentId)
+	b = appendString(b, fCurrent_Model, c.Model)
+	b = appendString(b, fCurrent_AttemptId, c.AttemptId)
+	b = appendFixed64(b, fCurrent_StartUnixNano, c.StartUnixNano)
+	b = appendVarint(b, fCurrent_Move, uint64(int64(c.Move)))
+	b = appendVarint(b, fCurrent_FallbackReason, uint64(int64(c.FallbackReason)))
+	b = appendVarint(b, fCurrent_FallbackHop, uint64(c.FallbackHop))
+	b = appendBool(b, fCurrent_Probe, c.Probe)
+	b = appendString(b, fCurrent_Pick, c.Pick)
+	b = appendBool(b, fCurrent_AllOpenTry, c.AllOpenTry)
+	b = appendString(b, fCurrent_ReasonFrom, c.ReasonFrom)
+	return append(b, c.ProtoReflect().GetUnknown()...)
+}
+
+// Implicit presence: a zero value is not written.
+
+func appendString(b []byte, n protowire.Number, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
+
+func appendVarint(b []byte, n protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), v)
+}
+
+func appendBool(b []byte, n protowire.Number, v bool) []byte {
+	if !v {
+		return b
+	}
+	return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), 1)
+}
+
+func appendFixed64(b []byte, n protowire.Number, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return protowire.AppendFixed64(protowire.AppendTag(b, n, protowire.Fixed64Type), uint64(v))
+}
+
+// beginMessage writes a nested message's tag and a one-byte length placeholder, and returns
+// where the placeholder is: most of the state's messages are under 128 bytes, so sizing
+// them first (a second walk) would cost more than the rare move endMessage makes.
+func beginMessage(b []byte, n protowire.Number) ([]byte, int) {
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	at := len(b)
+	return append(b, 0), at
+}
+
+// endMessage fills in the length of the message written after the placeholder at at.
+func endMessage(b []byte, at int) []byte {
+	n := len(b) - at - 1
+	if n < 0x80 {
+		b[at] = byte(n)
+		return b
+	}
+	k := protowire.SizeVarint(uint64(n))
+	var pad [9]byte
+	b = append(b, pad[:k-1]...)
+	copy(b[at+k:], b[at+1:at+1+n])
+	protowire.AppendVarint(b[at:at], uint64(n))
+	return b
+}
+
+// Tags (field number << 3 | wire type) of state.proto's fields, what the decoder switches on.
+const (
+	tVarint = uint64(protowire.VarintType)
+	tFixed  = uint64(protowire.Fixed64Type)
+	tBytes  = uint64(protowire.BytesType)
+)
+
+func tagOf(n protowire.Number, t uint64) uint64 { return uint64(n)<<3 | t }
+
+// stateDecoder reads one plaintext: str is the plaintext as a string (the strings'
+// backing), vals the header values' backing.
+type stateDecoder struct {
+	data []byte
+	str  string
+	vals []byte
+}
+
+// stateSlab holds a state and its current attempt in one allocation.
+type stateSlab struct {
+	st  statev1.State
+	cur statev1.Current
+}
+
+// readField reads the field at the start of b: its tag, its value (v for varint and fixed64
+// fields, val, a sub-slice of b, for bytes fields) and its length n, or a protowire error
+// code as n < 0. Fast paths for one-byte tags, varints and lengths, which are nearly all.
+func readField(b []byte) (tag, v uint64, val []byte, n int) {
+	var num protowire.Number
+	var typ protowire.Type
+	if len(b) > 0 && b[0] < 0x80 && b[0] >= 8 {
+		num, typ, n = protowire.Number(b[0]>>3), protowire.Type(b[0]&7), 1
+	} else if num, typ, n = protowire.ConsumeTag(b); n < 0 {
+		return 0, 0, nil, n
+	}
+	rest := b[n:]
+	var m int
+	switch typ {
+	case protowire.VarintType:
+		if len(rest) > 0 && rest[0] < 0x80 {
+			v, m = uint64(rest[0]), 1
+		} else {
+			v, m = protowire.ConsumeVarint(rest)
+		}
+	case protowire.Fixed64Type:
+		v, m = protowire.ConsumeFixed64(rest)
+	case protowire.BytesType:
+		if len(rest) > 0 && rest[0] < 0x80 && int(rest[0]) < len(rest) {
+			m = 1 + int(rest[0])
+			val = rest[1:m]
+		} else {
+			val, m = protowire.ConsumeBytes(rest)
+		}
+	default:
+		m = protowire.ConsumeFieldValue(num, typ, rest)
+	}
+	if m < 0 {
+		return 0, 0, nil, m
+	}
+	return uint64(num)<<3 | uint64(typ), v, val, n + m
+}
+
+func fieldError(b []byte, code int) error {
+	num, _, _ := protowire.ConsumeTag(b)
+	return fmt.Errorf("attempt state field %d: %w", num, protowire.ParseError(code))
+}
+
+// string is val, a sub-slice of the plaintext, as a substring of its string copy.
+func (d *stateDecoder) string(val []byte) string {
+	off := cap(d.data) - cap(val)
+	return d.str[off : off+len(val)]
+}
+
+// decodeState parses a state's protobuf encoding with proto.Unmarshal's semantics: the last
+// of a repeated scalar wins, repeated fields append, a repeated singular message merges, and
+// an unknown field, or a known one of another wire type, is kept as an unknown field.
+func decodeState(data []byte) (*statev1.State, error) {
+	// Count the repeated messages first, so that each kind gets one slab.
+	var nAttempts, nSkips, nHeaders, headerBytes int
+	for b := data; len(b) > 0; {
+		tag, _, val, n := readField(b)
+		if n < 0 {
+			return nil, fieldError(b, n)
+		}
+		switch tag {
+		case tagOf(fState_Attempts, tBytes):
+			nAttempts++
+		case tagOf(fState_Skips, tBytes):
+			nSkips++
+		case tagOf(fState_ClientHeaders, tBytes):
+			nHeaders++
+			headerBytes += len(val) // bounds the values' bytes
+		}
+		b = b[n:]
+	}
+	d := stateDecoder{data: data[:len(data):len(data)], str: string(data)}
+	slab := &stateSlab{}
+	st := &slab.st
+	if nHeaders > 0 {
+		d.vals = make([]byte, 0, headerBytes)
+	}
+	attempts := make([]statev1.Attempt, nAttempts)
+	skips := make([]statev1.Skip, nSkips)
+	headers := make([]statev1.Header, nHeaders)
+	if nAttempts > 0 {
+		st.Attempts = make([]*statev1.Attempt, 0, nAttempts)
+	}
+	if nSkips > 0 {
+		st.Skips = make([]*statev1.Skip, 0, nSkips)
+	}
+	if nHeaders > 0 {
+		st.ClientHeaders = make([]*statev1.Header, 0, nHeaders)
+	}
+	var unknown []byte
+	for b := d.data; len(b) > 0; {
+		tag, v, val, n := readField(b)
+		if n < 0 {
+			return nil, fieldError(b, n)
+		}
+		var err error
+		switch tag {
+		case tagOf(fState_RequestId, tBytes):
+			st.RequestId = d.string(val)
+		case tagOf(fState_PublicModel, tBytes):
+			st.PublicModel = d.string(val)
+		case tagOf(fState_Operation, tVarint):
+			st.Operation = statev1.Operation(int32(v))
+		case tagOf(fState_Mode, tVarint):
+			st.Mode = statev1.Mode(int32(v))
+		case tagOf(fState_StartUnixNano, tFixed):
+			st.StartUnixNano = int64(v)
+		case tagOf(fState_DeadlineUnixNano, tFixed):
+			st.DeadlineUnixNano = int64(v)
+		case tagOf(fState_Dialect, tVarint):
+			st.Dialect = statev1.Dialect(int32(v))
+		case tagOf(fState_Attempts, tBytes):
+			a := &attempts[len(st.Attempts)]
+			st.Attempts = append(st.Attempts, a)
+			err = d.attempt(a, val)
+		case tagOf(fState_Skips, tBytes):
+			s := &skips[len(st.Skips)]
+			st.Skips = append(st.Skips, s)
+			err = d.skip(s, val)
+		case tagOf(fState_Reason, tVarint):
+			st.Reason = statev1.FallbackReason(int32(v))
+		case tagOf(fState_ReasonFrom, tBytes):
+			st.ReasonFrom = d.string(val)
+		case tagOf(fState_ClientHeaders, tBytes):
+			h := &headers[len(st.ClientHeaders)]
+			st.ClientHeaders = append(st.ClientHeaders, h)
+			err = d.header(h, val)
+		case tagOf(fState_Current, tBytes):
+			if st.Current == nil {
+				st.Current = &slab.cur
+			}
+			err = d.current(st.Current, val)
+		case tagOf(fState_Redirects, tVarint):
+			st.Redirects = uint32(v)
+		default:
+			unknown = append(unknown, b[:n]...)
+		}
+		if err != nil {
+			return nil, err
+		}
+		b = b[n:]
+	}
+	setUnknown(st, unknown)
+	return st, nil
+}
+
+func (d *stateDecoder) attempt(a *statev1.Attempt, b []byte) error {
+	var unknown []byte
+	for len(b) > 0 {
+		tag, v, val, n := readField(b)
+		if n < 0 {
+			return fieldError(b, n)
+		}
+		switch tag {
+		case tagOf(fAttempt_DeploymentId, tBytes):
+			a.DeploymentId = d.string(val)
+		case tagOf(fAttempt_Model, tBytes):
+			a.Model = d.string(val)
+		case tagOf(fAttempt_Class, tVarint):
+			a.Class = statev1.Class(int32(v))
+		case tagOf(fAttempt_Kind, tBytes):
+			a.Kind = d.string(val)
+		case tagOf(fAttempt_Quota, tVarint):
+			a.Quota = v != 0
+		case tagOf(fAttempt_Status, tVarint):
+			a.Status = int32(v)
+		case tagOf(fAttempt_LatencyNanos, tFixed):
+			a.LatencyNanos = int64(v)
+		case tagOf(fAttempt_RetryAfterNanos, tFixed):
+			a.RetryAfterNanos = int64(v)
+		case tagOf(fAttempt_Message, tBytes):
+			a.Message = d.string(val)
+		case tagOf(fAttempt_ErrorType, tBytes):
+			a.ErrorType = d.string(val)
+		case tagOf(fAttempt_ErrorCode, tBytes):
+			a.ErrorCode = d.string(val)
+		case tagOf(fAttempt_Move, tVarint):
+			a.Move = statev1.Move(int32(v))
+		case tagOf(fAttempt_FallbackReason, tVarint):
+			a.FallbackReason = statev1.FallbackReason(int32(v))
+		case tagOf(fAttempt_FallbackHop, tVarint):
+			a.FallbackHop = uint32(v)
+		case tagOf(fAttempt_Probe, tVarint):
+			a.Probe = v != 0
+		case tagOf(fAttempt_Pick, tBytes):
+			a.Pick = d.string(val)
+		case tagOf(fAttempt_AllOpenTry, tVarint):
+			a.AllOpenTry = v != 0
+		default:
+			unknown = append(unknown, b[:n]...)
+		}
+		b = b[n:]
+	}
+	setUnknown(a, unknown)
+	return nil
+}
+
+func (d *stateDecoder) skip(s *statev1.Skip, b []byte) error {
+	var unknown []byte
+	for len(b) > 0 {
+		tag, _, val, n := readField(b)
+		if n < 0 {
+			return fieldError(b, n)
+		}
+		switch tag {
+		case tagOf(fSkip_DeploymentId, tBytes):
+			s.DeploymentId = d.string(val)
+		case tagOf(fSkip_Model, tBytes):
+			s.Model = d.string(val)
+		case tagOf(fSkip_Reason, tBytes):
+			s.Reason = d.string(val)
+		default:
+			unknown = append(unknown, b[:n]...)
+		}
+		b = b[n:]
+	}
+	setUnknown(s, unknown)
+	return nil
+}
+
+func (d *stateDecoder) header(h *statev1.Header, b []byte) error {
+	var unknown []byte
+	for len(b) > 0 {
+		tag, _, val, n := readField(b)
+		if n < 0 {
+			return fieldError(b, n)
+		}
+		switch tag {
+		case tagOf(fHeader_Name, tBytes):
+			h.Name = d.string(val)
+		case tagOf(fHeader_Value, tBytes):
+			// Capacity capped: appending to one value must not overwrite the next.
+			at := len(d.vals)
+			d.vals = append(d.vals, val...)
+			h.Value = d.vals[at:len(d.vals):len(d.vals)]
+		default:
+			unknown = append(unknown, b[:n]...)
+		}
+		b = b[n:]
+	}
+	setUnknown(h, unknown)
+	return nil
+}
+
+func (d *stateDecoder) current(c *statev1.Current, b []byte) error {
+	unknown := c.ProtoReflect().GetUnknown() // a repeated Current merges, unknown fields too
+	for len(b) > 0 {
+		tag, v, val, n := readField(b)
+		if n < 0 {
+			return fieldError(b, n)
+		}
+		switch tag {
+		case tagOf(fCurrent_DeploymentId, tBytes):
+			c.DeploymentId = d.string(val)
+		case tagOf(fCurrent_Model, tBytes):
+			c.Model = d.string(val)
+		case tagOf(fCurrent_AttemptId, tBytes):
+			c.AttemptId = d.string(val)
+		case tagOf(fCurrent_StartUnixNano, tFixed):
+			c.StartUnixNano = int64(v)
+		case tagOf(fCurrent_Move, tVarint):
+			c.Move = statev1.Move(int32(v))
+		case tagOf(fCurrent_FallbackReason, tVarint):
+			c.FallbackReason = statev1.FallbackReason(int32(v))
+		case tagOf(fCurrent_FallbackHop, tVarint):
+			c.FallbackHop = uint32(v)
+		case tagOf(fCurrent_Probe, tVarint):
+			c.Probe = v != 0
+		case tagOf(fCurrent_Pick, tBytes):
+			c.Pick = d.string(val)
+		case tagOf(fCurrent_AllOpenTry, tVarint):
+			c.AllOpenTry = v != 0
+		case tagOf(fCurrent_ReasonFrom, tBytes):
+			c.ReasonFrom = d.string(val)
+		default:
+			unknown = append(unknown, b[:n]...)
+		}
+		b = b[n:]
+	}
+	setUnknown(c, unknown)
+	return nil
+}
+
+func setUnknown(m protoreflect.ProtoMessage, raw []byte) {
+	if len(raw) > 0 {
+		m.ProtoReflect().SetUnknown(raw)
+	}
+}
