@@ -53,7 +53,8 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 	if p.MaxBodyBytes > 0 && len(body) > p.MaxBodyBytes {
 		return Request{}, TooLarge(f, p.MaxBodyBytes)
 	}
-	if !isObject(body) || !gjson.ValidBytes(body) {
+	open := objectStart(body)
+	if open < 0 || !gjson.ValidBytes(body) {
 		return Request{}, invalidJSON(f)
 	}
 	r := Request{Dialect: d, Operation: config.OpText, Facts: routing.Facts{API: d.API()}}
@@ -73,33 +74,42 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 	// string kept past this call is cloned (the model), so the caller's buffer stays theirs.
 	json := unsafe.String(unsafe.SliceData(body), len(body))
 	var seen uint32
-	gjson.Parse(json).ForEach(func(key, v gjson.Result) bool {
+	// members rather than gjson's ForEach, which reads strings byte by byte and decodes
+	// every value: it unescapes (and allocates for) long prompt strings that are never read.
+	members(json, open, func(key, raw string) bool {
+		bit := routingKey(key)
+		if bit == 0 {
+			return true
+		}
 		// JSON decoders keep the last of duplicate keys (Go, Python) and gjson the first:
 		// {"model":"cheap","model":"dear"} would be routed as one model and served as the
 		// other.
-		if bit := routingKey(key.Str); bit != 0 {
-			if seen&bit != 0 {
-				bad = duplicateField(f, key.Str)
-				return false
-			}
-			seen |= bit
+		if seen&bit != 0 {
+			bad = duplicateField(f, key)
+			return false
 		}
-		switch key.Str {
+		seen |= bit
+		switch key {
+		case "messages", "input", "system", "instructions":
+			if promptField(d, key) {
+				w.prompt(raw)
+			}
+			return true
+		case "tools", "functions": // functions: Chat's legacy tools
+			if d != Embeddings && (key == "tools" || d == Chat) {
+				hasTools = hasTools || nonEmptyArray(raw)
+				w.text += len(raw)
+			}
+			return true
+		}
+		v := gjson.Parse(raw) // the fields below are small
+		switch key {
 		case "model":
 			model = v
 		case "stream":
 			stream = v
 		case "stream_options":
 			includeUsage = v.Get("include_usage").Type == gjson.True
-		case "messages", "input", "system", "instructions":
-			if promptField(d, key.Str) {
-				w.prompt(v)
-			}
-		case "tools", "functions": // functions: Chat's legacy tools
-			if d != Embeddings && (key.Str == "tools" || d == Chat) {
-				hasTools = hasTools || nonEmptyArray(v)
-				w.text += len(v.Raw)
-			}
 		case "parallel_tool_calls":
 			if d == Chat || d == Responses {
 				parallel = v
@@ -120,22 +130,22 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 			// Anthropic structured outputs: output_config.format (anthropic-sdk-go
 			// OutputConfigParam.Format), earlier the beta output_format.
 			if d == Messages {
-				if key.Str == "output_config" {
+				if key == "output_config" {
 					v = v.Get("format")
 				}
 				r.Facts.StructuredOutput = r.Facts.StructuredOutput || isJSONSchema(v)
 			}
 		case "max_tokens", "max_completion_tokens", "max_output_tokens":
-			if !maxTokensField(d, key.Str) {
+			if !maxTokensField(d, key) {
 				break
 			}
 			n, ok := tokenCount(v)
 			if !ok {
-				bad = invalidField(f, key.Str, "a non-negative integer")
+				bad = invalidField(f, key, "a non-negative integer")
 				return false
 			}
 			// max_completion_tokens supersedes the deprecated max_tokens (wire-formats §1.1).
-			if (key.Str == "max_completion_tokens" && v.Type != gjson.Null) || r.Facts.MaxOutputTokens == 0 {
+			if (key == "max_completion_tokens" && v.Type != gjson.Null) || r.Facts.MaxOutputTokens == 0 {
 				r.Facts.MaxOutputTokens = n
 			}
 		}
@@ -215,22 +225,22 @@ func routingKey(key string) uint32 {
 	return 0
 }
 
-// isObject reports whether body's first non-space byte opens an object.
-func isObject(body []byte) bool {
-	for _, c := range body {
+// objectStart is the index of body's first non-space byte if it opens an object, else -1.
+func objectStart(body []byte) int {
+	for i, c := range body {
 		switch c {
 		case ' ', '\t', '\r', '\n':
 			continue
 		case '{':
-			return true
+			return i
 		}
-		return false
+		return -1
 	}
-	return false
+	return -1
 }
 
-func nonEmptyArray(v gjson.Result) bool {
-	return v.IsArray() && len(v.Raw) > 2 && strings.TrimSpace(v.Raw[1:len(v.Raw)-1]) != ""
+func nonEmptyArray(raw string) bool {
+	return len(raw) > 2 && raw[0] == '[' && strings.TrimSpace(raw[1:len(raw)-1]) != ""
 }
 
 func isJSONSchema(format gjson.Result) bool {
@@ -283,3 +293,99 @@ func tokenCount(v gjson.Result) (int64, bool) {
 	}
 	return 0, false
 }
+
+// The scan below reads JSON that passed gjson.ValidBytes, without decoding values it does
+// not need. On valid JSON every span is fixed by the grammar, so it finds the same members
+// and values as gjson's ForEach; keys and "type" values are decoded by gjson itself.
+
+// members calls fn with the key (decoded) and raw value of each member of the object at
+// raw[i] ('{'), until fn returns false, and returns the index after the object.
+func members(raw string, i int, fn func(key, v string) bool) int {
+	for i++; i < len(raw); {
+		switch raw[i] {
+		case '}':
+			return i + 1
+		case '"':
+			k := i
+			i = skipString(raw, i)
+			key := stringValue(raw[k:i])
+			for i < len(raw) && (isSpace(raw[i]) || raw[i] == ':') {
+				i++
+			}
+			v := i
+			i = skipValue(raw, i)
+			if !fn(key, raw[v:i]) {
+				return i
+			}
+		default: // space, ','
+			i++
+		}
+	}
+	return i
+}
+
+// stringValue is the string a raw JSON value holds, as gjson decodes it (Result.Str): ""
+// for a value that is not a string.
+func stringValue(v string) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	if strings.IndexByte(v, '\\') < 0 {
+		return v[1 : len(v)-1]
+	}
+	return gjson.Parse(v).Str
+}
+
+// skipValue returns the index after the value at raw[i].
+func skipValue(raw string, i int) int {
+	if i >= len(raw) {
+		return i
+	}
+	switch raw[i] {
+	case '"':
+		return skipString(raw, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(raw); i++ {
+			switch raw[i] {
+			case '"':
+				i = skipString(raw, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	// a number, true, false or null
+	for i < len(raw) && !isSpace(raw[i]) && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string at raw[i] ('"'). Strings are where the
+// bytes are (text, base64), so it jumps from quote to quote: a quote ends the string unless
+// an odd run of backslashes precedes it.
+func skipString(raw string, i int) int {
+	for j := i + 1; j < len(raw); j++ {
+		q := strings.IndexByte(raw[j:], '"')
+		if q < 0 {
+			break
+		}
+		j += q
+		k := j
+		for k > i+1 && raw[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j + 1
+		}
+	}
+	return len(raw)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
