@@ -66,6 +66,23 @@ func (m headerMap) get(name string) (string, bool) {
 	return "", false
 }
 
+// raw returns the first value of name as Envoy sent it, without a copy: read it, never
+// keep it.
+func (m headerMap) raw(name string) ([]byte, bool) {
+	if m.h == nil {
+		return nil, false
+	}
+	for _, hv := range m.h.GetHeaders() {
+		if hv.GetKey() == name {
+			if raw := hv.GetRawValue(); raw != nil {
+				return raw, true
+			}
+			return []byte(hv.GetValue()), true
+		}
+	}
+	return nil, false
+}
+
 func (m headerMap) value(name string) string {
 	v, _ := m.get(name)
 	return v

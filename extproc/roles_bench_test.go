@@ -61,7 +61,8 @@ func (noopProcessor) Process(s extprocv3.ExternalProcessor_ProcessServer) error 
 func benchConn(b *testing.B, srv extprocv3.ExternalProcessorServer) extprocv3.ExternalProcessorClient {
 	b.Helper()
 	ln := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
+	// Both servers get the production server options, so they are driven identically.
+	gs := grpc.NewServer(GRPCServerOptions()...)
 	extprocv3.RegisterExternalProcessorServer(gs, srv)
 	go func() { _ = gs.Serve(ln) }()
 	b.Cleanup(gs.Stop)

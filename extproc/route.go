@@ -1,11 +1,13 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -223,13 +225,13 @@ func (p *routeProcessor) newState(parsed dialect.Request, now time.Time) *statev
 	// Only what the client sent: a saved header is restored on re-entry, any other one an
 	// attempt role added is removed again (absent and unsaved mean the same).
 	for _, name := range savedHeaders {
-		if v, ok := p.headers.get(name); ok {
-			saveHeader(st, name, []byte(v), true)
+		if v, ok := p.headers.raw(name); ok {
+			saveHeader(st, name, v, true)
 		}
 	}
 	for _, name := range [...]string{":scheme", ":authority", ":path"} {
-		v, ok := p.headers.get(name)
-		saveHeader(st, name, []byte(v), ok)
+		v, ok := p.headers.raw(name)
+		saveHeader(st, name, v, ok)
 	}
 	return st
 }
@@ -266,13 +268,13 @@ func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History
 // set.
 func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, perTry time.Duration) mutation {
 	var m mutation
-	h.each(func(name, _ string) {
+	for name := range h.names() {
 		if strings.HasPrefix(name, envoyPrefix) || strings.HasPrefix(name, switchyardPrefix) {
 			m.removeHeader(name)
 		}
-	})
+	}
 	for _, name := range provider.ClientCredentialHeaders {
-		if _, ok := h.get(name); ok {
+		if _, ok := h.raw(name); ok {
 			m.removeHeader(name)
 		}
 	}
@@ -281,9 +283,9 @@ func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, p
 			continue
 		}
 		v, present, _ := savedHeader(st, name)
-		cur, now := h.get(name)
+		cur, now := h.raw(name)
 		switch {
-		case present && (!now || cur != string(v)):
+		case present && (!now || !bytes.Equal(cur, v)):
 			// Only what an attempt role changed: on a first pass nothing is.
 			m.setHeader(name, string(v))
 		case !present && now:
@@ -383,10 +385,11 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// shortRandom tells apart attempt ids of one request made by different replicas or passes;
+// it needs uniqueness, not secrecy, so the runtime's generator does (crypto/rand cost more
+// than the rest of the attempt id).
 func shortRandom() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return strconv.FormatUint(uint64(mrand.Uint32()), 36)
 }
 
 // dialects pairs each client dialect with its name in the state.

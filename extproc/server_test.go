@@ -19,7 +19,7 @@ import (
 func (r *rig) serve(t *testing.T) *grpc.ClientConn {
 	t.Helper()
 	ln := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(GRPCServerOptions()...)
 	r.srv.Register(gs)
 	go func() { _ = gs.Serve(ln) }()
 	t.Cleanup(gs.Stop)

@@ -117,7 +117,7 @@ func startDataPlane(f dataPlaneFlags, keys extproc.Keys, auth extproc.ClientAuth
 	}
 	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects, ClientAuth: auth})
 	// Envoy keeps its gRPC connection for every stream; keepalives find a dead one.
-	gs := grpc.NewServer(append(extprocCreds, grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+	gs := grpc.NewServer(append(append(extprocCreds, extproc.GRPCServerOptions()...), grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))...)
 	srv.Register(gs)
 	dp := &dataPlane{grpc: gs, drain: f.drain,
