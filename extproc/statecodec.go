@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -201,6 +202,9 @@ func readField(b []byte) (tag, v uint64, val []byte, n int) {
 		num, typ, n = protowire.Number(b[0]>>3), protowire.Type(b[0]&7), 1
 	} else if num, typ, n = protowire.ConsumeTag(b); n < 0 {
 		return 0, 0, nil, n
+	} else if num > protowire.MaxValidNumber {
+		// protowire takes up to MaxInt32; proto.Unmarshal refuses beyond 2^29-1.
+		return 0, 0, nil, codeFieldNumber
 	}
 	rest := b[n:]
 	var m int
@@ -229,7 +233,14 @@ func readField(b []byte) (tag, v uint64, val []byte, n int) {
 	return uint64(num)<<3 | uint64(typ), v, val, n + m
 }
 
+// codeFieldNumber is readField's code for a field number above protowire.MaxValidNumber,
+// outside protowire's own (negative) codes.
+const codeFieldNumber = -1000
+
 func fieldError(b []byte, code int) error {
+	if code == codeFieldNumber {
+		return errors.New("attempt state: field number out of range")
+	}
 	num, _, _ := protowire.ConsumeTag(b)
 	return fmt.Errorf("attempt state field %d: %w", num, protowire.ParseError(code))
 }
@@ -238,6 +249,29 @@ func fieldError(b []byte, code int) error {
 func (d *stateDecoder) string(val []byte) string {
 	off := cap(d.data) - cap(val)
 	return d.str[off : off+len(val)]
+}
+
+// fields walks the fields of the message in b, calling take with each one's tag and value.
+// A field take does not take (false) is appended to unknown, as proto.Unmarshal keeps a field
+// it does not know or whose wire type differs; fields returns the grown unknown.
+func (d *stateDecoder) fields(b, unknown []byte, take func(tag, v uint64, val []byte) (bool, error)) ([]byte, error) {
+	for len(b) > 0 {
+		tag, v, val, n := readField(b)
+		if n < 0 {
+			return nil, fieldError(b, n)
+		}
+		taken, err := take(tag, v, val)
+		if err != nil {
+			return nil, err
+		}
+		if !taken {
+			// As proto.Unmarshal keeps it: the tag re-encoded minimally, the value as read.
+			num, typ, tn := protowire.ConsumeTag(b)
+			unknown = append(protowire.AppendTag(unknown, num, typ), b[tn:n]...)
+		}
+		b = b[n:]
+	}
+	return unknown, nil
 }
 
 // decodeState parses a state's protobuf encoding with proto.Unmarshal's semantics: the last
@@ -265,9 +299,6 @@ func decodeState(data []byte) (*statev1.State, error) {
 	d := stateDecoder{data: data[:len(data):len(data)], str: string(data)}
 	slab := &stateSlab{}
 	st := &slab.st
-	if nHeaders > 0 {
-		d.vals = make([]byte, 0, headerBytes)
-	}
 	attempts := make([]statev1.Attempt, nAttempts)
 	skips := make([]statev1.Skip, nSkips)
 	headers := make([]statev1.Header, nHeaders)
@@ -279,14 +310,9 @@ func decodeState(data []byte) (*statev1.State, error) {
 	}
 	if nHeaders > 0 {
 		st.ClientHeaders = make([]*statev1.Header, 0, nHeaders)
+		d.vals = make([]byte, 0, headerBytes)
 	}
-	var unknown []byte
-	for b := d.data; len(b) > 0; {
-		tag, v, val, n := readField(b)
-		if n < 0 {
-			return nil, fieldError(b, n)
-		}
-		var err error
+	unknown, err := d.fields(d.data, nil, func(tag, v uint64, val []byte) (bool, error) {
 		switch tag {
 		case tagOf(fState_RequestId, tBytes):
 			st.RequestId = d.string(val)
@@ -305,11 +331,11 @@ func decodeState(data []byte) (*statev1.State, error) {
 		case tagOf(fState_Attempts, tBytes):
 			a := &attempts[len(st.Attempts)]
 			st.Attempts = append(st.Attempts, a)
-			err = d.attempt(a, val)
+			return true, d.attempt(a, val)
 		case tagOf(fState_Skips, tBytes):
 			s := &skips[len(st.Skips)]
 			st.Skips = append(st.Skips, s)
-			err = d.skip(s, val)
+			return true, d.skip(s, val)
 		case tagOf(fState_Reason, tVarint):
 			st.Reason = statev1.FallbackReason(int32(v))
 		case tagOf(fState_ReasonFrom, tBytes):
@@ -317,33 +343,28 @@ func decodeState(data []byte) (*statev1.State, error) {
 		case tagOf(fState_ClientHeaders, tBytes):
 			h := &headers[len(st.ClientHeaders)]
 			st.ClientHeaders = append(st.ClientHeaders, h)
-			err = d.header(h, val)
+			return true, d.header(h, val)
 		case tagOf(fState_Current, tBytes):
 			if st.Current == nil {
 				st.Current = &slab.cur
 			}
-			err = d.current(st.Current, val)
+			return true, d.current(st.Current, val)
 		case tagOf(fState_Redirects, tVarint):
 			st.Redirects = uint32(v)
 		default:
-			unknown = append(unknown, b[:n]...)
+			return false, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		b = b[n:]
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	setUnknown(st, unknown)
 	return st, nil
 }
 
 func (d *stateDecoder) attempt(a *statev1.Attempt, b []byte) error {
-	var unknown []byte
-	for len(b) > 0 {
-		tag, v, val, n := readField(b)
-		if n < 0 {
-			return fieldError(b, n)
-		}
+	unknown, err := d.fields(b, nil, func(tag, v uint64, val []byte) (bool, error) {
 		switch tag {
 		case tagOf(fAttempt_DeploymentId, tBytes):
 			a.DeploymentId = d.string(val)
@@ -380,21 +401,16 @@ func (d *stateDecoder) attempt(a *statev1.Attempt, b []byte) error {
 		case tagOf(fAttempt_AllOpenTry, tVarint):
 			a.AllOpenTry = v != 0
 		default:
-			unknown = append(unknown, b[:n]...)
+			return false, nil
 		}
-		b = b[n:]
-	}
+		return true, nil
+	})
 	setUnknown(a, unknown)
-	return nil
+	return err
 }
 
 func (d *stateDecoder) skip(s *statev1.Skip, b []byte) error {
-	var unknown []byte
-	for len(b) > 0 {
-		tag, _, val, n := readField(b)
-		if n < 0 {
-			return fieldError(b, n)
-		}
+	unknown, err := d.fields(b, nil, func(tag, _ uint64, val []byte) (bool, error) {
 		switch tag {
 		case tagOf(fSkip_DeploymentId, tBytes):
 			s.DeploymentId = d.string(val)
@@ -403,21 +419,16 @@ func (d *stateDecoder) skip(s *statev1.Skip, b []byte) error {
 		case tagOf(fSkip_Reason, tBytes):
 			s.Reason = d.string(val)
 		default:
-			unknown = append(unknown, b[:n]...)
+			return false, nil
 		}
-		b = b[n:]
-	}
+		return true, nil
+	})
 	setUnknown(s, unknown)
-	return nil
+	return err
 }
 
 func (d *stateDecoder) header(h *statev1.Header, b []byte) error {
-	var unknown []byte
-	for len(b) > 0 {
-		tag, _, val, n := readField(b)
-		if n < 0 {
-			return fieldError(b, n)
-		}
+	unknown, err := d.fields(b, nil, func(tag, _ uint64, val []byte) (bool, error) {
 		switch tag {
 		case tagOf(fHeader_Name, tBytes):
 			h.Name = d.string(val)
@@ -427,21 +438,17 @@ func (d *stateDecoder) header(h *statev1.Header, b []byte) error {
 			d.vals = append(d.vals, val...)
 			h.Value = d.vals[at:len(d.vals):len(d.vals)]
 		default:
-			unknown = append(unknown, b[:n]...)
+			return false, nil
 		}
-		b = b[n:]
-	}
+		return true, nil
+	})
 	setUnknown(h, unknown)
-	return nil
+	return err
 }
 
 func (d *stateDecoder) current(c *statev1.Current, b []byte) error {
-	unknown := c.ProtoReflect().GetUnknown() // a repeated Current merges, unknown fields too
-	for len(b) > 0 {
-		tag, v, val, n := readField(b)
-		if n < 0 {
-			return fieldError(b, n)
-		}
+	// A repeated Current merges, its unknown fields too.
+	unknown, err := d.fields(b, c.ProtoReflect().GetUnknown(), func(tag, v uint64, val []byte) (bool, error) {
 		switch tag {
 		case tagOf(fCurrent_DeploymentId, tBytes):
 			c.DeploymentId = d.string(val)
@@ -466,12 +473,12 @@ func (d *stateDecoder) current(c *statev1.Current, b []byte) error {
 		case tagOf(fCurrent_ReasonFrom, tBytes):
 			c.ReasonFrom = d.string(val)
 		default:
-			unknown = append(unknown, b[:n]...)
+			return false, nil
 		}
-		b = b[n:]
-	}
+		return true, nil
+	})
 	setUnknown(c, unknown)
-	return nil
+	return err
 }
 
 func setUnknown(m protoreflect.ProtoMessage, raw []byte) {
