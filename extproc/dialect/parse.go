@@ -54,7 +54,7 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 		return Request{}, TooLarge(f, p.MaxBodyBytes)
 	}
 	open := objectStart(body)
-	if open < 0 || !gjson.ValidBytes(body) {
+	if open < 0 || !validJSON(body) {
 		return Request{}, invalidJSON(f)
 	}
 	r := Request{Dialect: d, Operation: config.OpText, Facts: routing.Facts{API: d.API()}}
@@ -294,9 +294,10 @@ func tokenCount(v gjson.Result) (int64, bool) {
 	return 0, false
 }
 
-// The scan below reads JSON that passed gjson.ValidBytes, without decoding values it does
-// not need. On valid JSON every span is fixed by the grammar, so it finds the same members
-// and values as gjson's ForEach; keys and "type" values are decoded by gjson itself.
+// The scan below reads JSON that passed validJSON (gjson.ValidBytes's answer), without
+// decoding values it does not need. On valid JSON every span is fixed by the grammar, so it
+// finds the same members and values as gjson's ForEach; keys and "type" values are
+// decoded by gjson itself.
 
 // members calls fn with the key (decoded) and raw value of each member of the object at
 // raw[i] ('{'), until fn returns false, and returns the index after the object.
