@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -98,5 +99,28 @@ func BenchmarkSealOpenFirstPass(b *testing.B) {
 		if _, err := s.Open(sealed, st.RequestId); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSealOpenByAttempts: seal + open of the sample state with its first n attempts,
+// from a first pass (n = 0, the skips and the current attempt kept) to three redirects: the
+// cost per finished attempt the state carries.
+func BenchmarkSealOpenByAttempts(b *testing.B) {
+	s := newTestSealer(b, Keys{Current: testKey(1)}, fakeclock.New(t0))
+	for n := 0; n <= 3; n++ {
+		st := sampleState()
+		st.Attempts = st.Attempts[:n]
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sealed, err := s.Seal(st)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Open(sealed, st.RequestId); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
