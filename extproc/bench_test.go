@@ -21,16 +21,7 @@ func BenchmarkSealOpen(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(sealed)))
-	b.ReportAllocs()
-	for b.Loop() {
-		sealed, err := s.Seal(st)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Open(sealed, st.RequestId); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchSealOpen(b, s, st)
 }
 
 // BenchmarkSealOpenVsProto times, in each iteration, one seal + open and one bare protobuf
@@ -90,16 +81,7 @@ func BenchmarkSealOpenFirstPass(b *testing.B) {
 	for _, h := range []string{":scheme", ":authority", ":path"} {
 		saveHeader(st, h, []byte("x"), true)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		sealed, err := s.Seal(st)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Open(sealed, st.RequestId); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchSealOpen(b, s, st)
 }
 
 // BenchmarkSealOpenByAttempts: seal + open of the sample state with its first n attempts,
@@ -110,17 +92,20 @@ func BenchmarkSealOpenByAttempts(b *testing.B) {
 	for n := 0; n <= 3; n++ {
 		st := sampleState()
 		st.Attempts = st.Attempts[:n]
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				sealed, err := s.Seal(st)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := s.Open(sealed, st.RequestId); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(strconv.Itoa(n), func(b *testing.B) { benchSealOpen(b, s, st) })
+	}
+}
+
+// benchSealOpen times one seal and one open of st per iteration.
+func benchSealOpen(b *testing.B, s *Sealer, st *statev1.State) {
+	b.ReportAllocs()
+	for b.Loop() {
+		sealed, err := s.Seal(st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Open(sealed, st.RequestId); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -52,26 +52,13 @@ type headerMap struct{ h *corev3.HeaderMap }
 
 // get returns the first value of name.
 func (m headerMap) get(name string) (string, bool) {
-	if m.h == nil {
-		return "", false
-	}
-	for _, hv := range m.h.GetHeaders() {
-		if hv.GetKey() == name {
-			if raw := hv.GetRawValue(); raw != nil {
-				return string(raw), true
-			}
-			return hv.GetValue(), true
-		}
-	}
-	return "", false
+	v, ok := m.raw(name)
+	return string(v), ok
 }
 
 // raw returns the first value of name as Envoy sent it, without a copy: read it, never
 // keep it.
 func (m headerMap) raw(name string) ([]byte, bool) {
-	if m.h == nil {
-		return nil, false
-	}
 	for _, hv := range m.h.GetHeaders() {
 		if hv.GetKey() == name {
 			if raw := hv.GetRawValue(); raw != nil {
