@@ -132,13 +132,6 @@ func rewriteRequest(m mutation, body []byte, meta *structpb.Struct) *extprocv3.P
 	}
 }
 
-// continueRequestBody lets a buffered request body go on unchanged.
-func continueRequestBody() *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
-		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{}},
-	}}
-}
-
 // continueResponseHeaders releases the held response headers with m applied.
 func continueResponseHeaders(m mutation) *extprocv3.ProcessingResponse {
 	common := &extprocv3.CommonResponse{}

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/provider"
 	"github.com/switchyard-gw/switchyard/extproc/stream"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
@@ -63,10 +65,13 @@ type attemptProcessor struct {
 	stream extprocv3.ExternalProcessor_ProcessServer
 	phase  attemptPhase
 
-	requestID  string
-	state      *statev1.State
-	sealedIn   string // the state as it came in dynamic metadata
-	req        routing.Request
+	requestID string
+	state     *statev1.State
+	sealedIn  string // the state as it came in dynamic metadata
+	req       routing.Request
+	// snap is the configuration the attempt started under: dep and every setting the
+	// attempt reads come from it, so a reload during the attempt cannot mix two.
+	snap       *config.Snapshot
 	dep        *config.Deployment
 	trampoline bool
 	// broken is why the attempt cannot be made (no or bad state, a cluster mismatch); the
@@ -216,19 +221,19 @@ func (p *attemptProcessor) load(m *extprocv3.ProcessingRequest) error {
 	if snap == nil || snap.Deployments[cur.GetDeploymentId()] == nil {
 		return fmt.Errorf("deployment %q is not configured", cur.GetDeploymentId())
 	}
-	p.dep = snap.Deployments[cur.GetDeploymentId()]
+	p.snap, p.dep = snap, snap.Deployments[cur.GetDeploymentId()]
 	if p.req, err = requestOf(st); err != nil {
 		return err
 	}
 	if p.trampoline {
-		p.transport = transportGuess(m, cur, p.s.clock.Now(), p.responseTimeout(snap))
+		p.transport = transportGuess(m, cur, p.s.clock.Now(), p.responseTimeout())
 	}
 	return nil
 }
 
 // responseTimeout is the per-try timeout the route role gave this attempt.
-func (p *attemptProcessor) responseTimeout(snap *config.Snapshot) time.Duration {
-	return p.dep.Policy(&snap.Settings, p.req.Operation, p.req.Mode()).Response
+func (p *attemptProcessor) responseTimeout() time.Duration {
+	return p.dep.Policy(&p.snap.Settings, p.req.Operation, p.req.Mode()).Response
 }
 
 func isTrampoline(m *extprocv3.ProcessingRequest) bool {
@@ -279,15 +284,15 @@ func (p *attemptProcessor) onRequestBody(b *extprocv3.HttpBody) error {
 func strippedRequest(h headerMap, body []byte) mutation {
 	var m mutation
 	for _, name := range provider.ClientCredentialHeaders {
-		if _, ok := h.get(name); ok {
+		if _, ok := h.raw(name); ok {
 			m.removeHeader(name)
 		}
 	}
-	h.each(func(name, _ string) {
-		if len(name) > len(switchyardPrefix) && name[:len(switchyardPrefix)] == switchyardPrefix {
+	for name := range h.names() {
+		if len(name) > len(switchyardPrefix) && strings.HasPrefix(name, switchyardPrefix) {
 			m.removeHeader(name)
 		}
-	})
+	}
 	if body != nil {
 		m.setHeader("content-length", strconv.Itoa(len(body)))
 	}
@@ -296,15 +301,18 @@ func strippedRequest(h headerMap, body []byte) mutation {
 
 // rewrite is the provider's request for body (extproc/provider).
 func (p *attemptProcessor) rewrite(body []byte) (provider.Rewrite, error) {
-	up, err := p.s.upstreams.get(p.s.router.Config(), p.dep)
+	up, err := p.s.upstreams.get(p.snap, p.dep)
 	if err != nil {
 		return provider.Rewrite{}, err
 	}
-	p.clientUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
+	d := dialectOf(p.state.GetDialect())
+	if p.req.Stream && d == dialect.Chat { // only a Chat stream's usage chunk depends on it
+		p.clientUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
+	}
 	return up.Rewrite(provider.Input{
 		// Ask every Chat stream for its usage (TPM, throughput); the usage chunk is removed
 		// again when the client did not ask for it.
-		Dialect: dialectOf(p.state.GetDialect()), Stream: p.req.Stream, Body: body, IncludeUsage: true,
+		Dialect: d, Stream: p.req.Stream, Body: body, IncludeUsage: true,
 		HeaderNames: p.headers.names(), AnthropicVersion: p.headers.value("anthropic-version"),
 	})
 }
@@ -315,7 +323,7 @@ func (p *attemptProcessor) rewrite(body []byte) (provider.Rewrite, error) {
 func providerMutation(h headerMap, rw provider.Rewrite) mutation {
 	var m mutation
 	for _, name := range rw.Remove {
-		if _, ok := h.get(name); ok {
+		if _, ok := h.raw(name); ok {
 			m.removeHeader(name)
 		}
 	}
@@ -426,9 +434,11 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	p.phase = attemptDone
 	c := failure.Classification{Class: failure.ClassGateway, Status: http.StatusInternalServerError, Message: "internal gateway error"}
 	if p.broken == nil {
-		c = failure.Classify(failure.Outcome{
-			Provider: p.dep.Provider, Status: p.status, Header: p.headers.httpHeader(), Body: p.held,
-		}, now)
+		var hdr http.Header
+		if p.status < 200 || p.status > 299 { // Classify reads the headers of a failure only
+			hdr = p.headers.httpHeader()
+		}
+		c = failure.Classify(failure.Outcome{Provider: p.dep.Provider, Status: p.status, Header: hdr, Body: p.held}, now)
 	}
 	latency := now.Sub(p.sentAt)
 	if c.Class == failure.ClassNone {

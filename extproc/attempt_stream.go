@@ -53,8 +53,7 @@ type streamState struct {
 
 // startStream prepares the streamed response of an attempt with a 2xx status.
 func (p *attemptProcessor) startStream() {
-	snap := p.s.router.Config()
-	pol := p.dep.Policy(&snap.Settings, p.req.Operation, p.req.Mode())
+	pol := p.dep.Policy(&p.snap.Settings, p.req.Operation, p.req.Mode())
 	s := &streamState{lastByte: p.s.clock.Now(), idle: pol.Idle,
 		deadline: time.Unix(0, p.state.GetDeadlineUnixNano()).Add(-deadlineMargin)}
 	s.cls.Reset(dialectOf(p.state.GetDialect()), stream.Options{Provider: p.dep.Provider, ClientUsage: p.clientUsage})

@@ -122,14 +122,6 @@ func beginAttempt(st *statev1.State, d *routing.Decision, attemptID string, now 
 	}
 }
 
-// finishAttempt appends the outcome of the attempt under way to st and clears it.
-func finishAttempt(st *statev1.State, a *routing.Attempt) {
-	p := attemptProto(a)
-	chosenAs(p, st.GetCurrent())
-	st.Attempts = append(st.Attempts, p)
-	st.Current = nil
-}
-
 // chosenAs copies how the router chose the attempt under way onto its record.
 func chosenAs(a *statev1.Attempt, c *statev1.Current) {
 	a.Move, a.FallbackReason, a.FallbackHop, a.Probe = c.GetMove(), c.GetFallbackReason(), c.GetFallbackHop(), c.GetProbe()

@@ -175,3 +175,12 @@ func TestSaveHeader(t *testing.T) {
 		t.Errorf("%d headers saved, want 3", len(st.ClientHeaders))
 	}
 }
+
+// finishAttempt appends a as the outcome of the attempt under way in st and clears it: a
+// fixture for a state with a finished attempt (production records through recordAttempt).
+func finishAttempt(st *statev1.State, a *routing.Attempt) {
+	p := attemptProto(a)
+	chosenAs(p, st.GetCurrent())
+	st.Attempts = append(st.Attempts, p)
+	st.Current = nil
+}

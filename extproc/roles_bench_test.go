@@ -323,3 +323,11 @@ func BenchmarkAttemptRoleStream(b *testing.B) {
 	b.ReportMetric(float64(syA)/per, "attempt-allocs/chunk")
 	b.ReportMetric(float64(noopA)/per, "noop-allocs/chunk")
 }
+
+// continueRequestBody lets a buffered request body go on unchanged (the no-op's answer; the
+// route role always answers a body with a decision).
+func continueRequestBody() *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{}},
+	}}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-gw/switchyard/extproc/provider"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
 // The route role is the downstream (HCM) ext_proc filter: request headers SEND, request body
@@ -178,7 +179,7 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 	}
 	now := p.s.clock.Now()
 	if p.state == nil {
-		p.state = p.newState(parsed, now)
+		p.state = p.newState(snap, parsed, now)
 	}
 	req, err := requestOf(p.state)
 	if err != nil {
@@ -218,9 +219,9 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 
 // newState starts the state of a new logical request and saves the client's headers that
 // the attempt roles overwrite or the route role removes.
-func (p *routeProcessor) newState(parsed dialect.Request, now time.Time) *statev1.State {
+func (p *routeProcessor) newState(snap *config.Snapshot, parsed dialect.Request, now time.Time) *statev1.State {
 	req := routing.Request{ID: p.requestID, Model: parsed.Model, Operation: parsed.Operation, Stream: parsed.Stream, Start: now}
-	total := p.s.router.Config().Settings.Policy(req.Operation, req.Mode()).Total
+	total := snap.Settings.Policy(req.Operation, req.Mode()).Total
 	st := newState(&req, dialectProto(p.route.Dialect), now.Add(total))
 	// Only what the client sent: a saved header is restored on re-entry, any other one an
 	// attempt role added is removed again (absent and unsaved mean the same).
@@ -238,7 +239,6 @@ func (p *routeProcessor) newState(parsed dialect.Request, now time.Time) *statev
 
 // sendAttempt answers the body with the move to deployment d.
 func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History, d *routing.Decision, now time.Time) error {
-	hist.Skips = append(hist.Skips, d.Skips...)
 	attemptID := p.requestID + "/" + strconv.Itoa(len(hist.Attempts)+1) + "/" + shortRandom()
 	beginAttempt(p.state, d, attemptID, now, fallbackHop(p.state, d.Model))
 	sealed, err := p.s.sealer.Seal(p.state)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
@@ -42,8 +43,10 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cur := st.GetCurrent()
-	snap := s.router.Config()
-	dep := snap.Deployments[cur.GetDeploymentId()]
+	var dep *config.Deployment
+	if snap := s.router.Config(); snap != nil {
+		dep = snap.Deployments[cur.GetDeploymentId()]
+	}
 	req, err := requestOf(st)
 	if dep == nil || err != nil {
 		s.log.Error("trampoline: state names no known deployment", "request", requestID, "deployment", cur.GetDeploymentId())

@@ -6,6 +6,8 @@ import (
 	"github.com/tidwall/sjson"
 
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
 // unifiedRouting is the object SPEC §10.1 adds to a response when the client sent
@@ -29,35 +31,15 @@ type routedAttempt struct {
 	Status     int    `json:"status,omitempty"`
 }
 
-func moveName(m statev1.Move) string {
-	switch m {
-	case statev1.Move_MOVE_FAILOVER:
-		return "failover"
-	case statev1.Move_MOVE_RETRY:
-		return "retry"
-	case statev1.Move_MOVE_FALLBACK:
-		return "fallback"
-	default:
-		return "first"
-	}
-}
+// moveName and className name the state's enums as routing does (each proto value is the
+// routing value + 1); a success has no class.
+func moveName(m statev1.Move) string { return routing.Move(max(m, 1) - 1).String() }
 
 func className(c statev1.Class) string {
-	switch c {
-	case statev1.Class_CLASS_REQUEST:
-		return "request"
-	case statev1.Class_CLASS_THROTTLE:
-		return "throttle"
-	case statev1.Class_CLASS_TRANSIENT:
-		return "transient"
-	case statev1.Class_CLASS_CONFIGURATION:
-		return "configuration"
-	case statev1.Class_CLASS_GATEWAY:
-		return "gateway"
-	case statev1.Class_CLASS_INCOMPATIBLE:
-		return "incompatible"
+	if c <= statev1.Class_CLASS_NONE {
+		return ""
 	}
-	return ""
+	return failure.Class(c - 1).String()
 }
 
 // unifiedRouting describes the request's routing once the current attempt succeeded in
@@ -65,7 +47,7 @@ func className(c statev1.Class) string {
 func (p *attemptProcessor) unifiedRouting(latencyMs int64) unifiedRouting {
 	cur := p.state.GetCurrent()
 	u := unifiedRouting{
-		Strategy:     p.s.router.Config().Settings.Strategy.String(),
+		Strategy:     p.snap.Settings.Strategy.String(),
 		Deployment:   cur.GetDeploymentId(),
 		Model:        cur.GetModel(),
 		FallbackUsed: cur.GetModel() != p.state.GetPublicModel(),
