@@ -9,6 +9,8 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
 )
 
 // The pure functions in this file build every message switchyard sends back to Envoy. They
@@ -28,7 +30,9 @@ const (
 )
 
 // header is one header to set.
-type header struct{ name, value string }
+// header is one header to set; the dialect renderers and the provider rewrites build the
+// same type, so their headers go into a mutation as they are.
+type header = dialect.Header
 
 // mutation is what a role changes in a header map: removals first, then sets (the order
 // Envoy applies them in, mutation_utils.cc applyHeaderMutations).
@@ -37,7 +41,7 @@ type mutation struct {
 	remove []string
 }
 
-func (m *mutation) setHeader(name, value string) { m.set = append(m.set, header{name, value}) }
+func (m *mutation) setHeader(name, value string) { m.set = append(m.set, header{Name: name, Value: value}) }
 func (m *mutation) removeHeader(name string)     { m.remove = append(m.remove, name) }
 
 func (m mutation) empty() bool { return len(m.set) == 0 && len(m.remove) == 0 }
@@ -51,7 +55,7 @@ func (m mutation) proto() *extprocv3.HeaderMutation {
 	}
 	for _, h := range m.set {
 		hm.SetHeaders = append(hm.SetHeaders, &corev3.HeaderValueOption{
-			Header: &corev3.HeaderValue{Key: h.name, RawValue: []byte(h.value)},
+			Header: &corev3.HeaderValue{Key: h.Name, RawValue: []byte(h.Value)},
 		})
 	}
 	return hm

@@ -11,7 +11,7 @@ import (
 
 // TestAnswers pins every message switchyard sends Envoy at the protobuf level.
 func TestAnswers(t *testing.T) {
-	m := mutation{remove: []string{"authorization"}, set: []header{{HeaderCluster, "sy-dep-a"}}}
+	m := mutation{remove: []string{"authorization"}, set: []header{{Name: HeaderCluster, Value: "sy-dep-a"}}}
 	for _, tc := range []struct {
 		name string
 		got  *extprocv3.ProcessingResponse
@@ -35,12 +35,12 @@ func TestAnswers(t *testing.T) {
 		},
 		{
 			name: "local reply",
-			got:  localReply(429, []header{{"retry-after", "3"}}, []byte(`{"error":{}}`), "switchyard_rate_limit_exceeded"),
+			got:  localReply(429, []header{{Name: "retry-after", Value: "3"}}, []byte(`{"error":{}}`), "switchyard_rate_limit_exceeded"),
 			want: `immediate_response: {status: {code: TooManyRequests} headers: {set_headers: [{header: {key: "retry-after" raw_value: "3"}}]} body: "{\"error\":{}}" details: "switchyard_rate_limit_exceeded"}`,
 		},
 		{
 			name: "rewrite the request with a body and the sent mark",
-			got:  rewriteRequest(mutation{set: []header{{":path", "/v1/messages"}}}, []byte(`{"model":"m"}`), sentMetadata()),
+			got:  rewriteRequest(mutation{set: []header{{Name: ":path", Value: "/v1/messages"}}}, []byte(`{"model":"m"}`), sentMetadata()),
 			want: `request_body: {response: {header_mutation: {set_headers: [{header: {key: ":path" raw_value: "/v1/messages"}}]} body_mutation: {body: "{\"model\":\"m\"}"}}}
 				dynamic_metadata: {fields: {key: "switchyard" value: {struct_value: {fields: {key: "sent" value: {bool_value: true}}}}}}`,
 		},

@@ -329,9 +329,7 @@ func providerMutation(h headerMap, rw provider.Rewrite) mutation {
 	}
 	m.setHeader(":path", rw.Path)
 	m.setHeader(":authority", rw.Authority)
-	for _, hv := range rw.Set {
-		m.setHeader(hv.Name, hv.Value)
-	}
+	m.set = append(m.set, rw.Set...)
 	return m
 }
 
@@ -491,21 +489,27 @@ func (p *attemptProcessor) redirect(c failure.Classification, latency time.Durat
 }
 
 func (p *attemptProcessor) finishSuccess(completion, total int64) {
+	p.finishServed(p.s.clock.Now().Sub(p.sentAt), completion, total)
+}
+
+// finishServed finishes a successful attempt that took latency and writes the request's one
+// closing record (a stop is logged by the route role); extra adds the stream's fields.
+func (p *attemptProcessor) finishServed(latency time.Duration, completion, total int64, extra ...slog.Attr) {
 	if !p.started || p.finished {
 		return
 	}
-	latency := p.s.clock.Now().Sub(p.sentAt)
 	t := p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassNone, Status: p.status},
 		Latency: latency, CompletionTokens: completion, TotalTokens: total})
-	// The request's one closing record (a stop is logged by the route role).
 	cur := p.state.GetCurrent()
-	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "request served", slog.String("request", p.requestID),
+	attrs := append([]slog.Attr{slog.String("request", p.requestID),
 		slog.String("model", p.state.GetPublicModel()), slog.String("served_model", cur.GetModel()),
 		slog.String("deployment", cur.GetDeploymentId()), slog.Int("status", p.status),
 		slog.Int("attempts", len(p.state.GetAttempts())+1), slog.Bool("fallback_used", cur.GetModel() != p.state.GetPublicModel()),
 		slog.Int64("latency_ms", latency.Milliseconds()), slog.Int64("completion_tokens", completion),
 		slog.String("circuit", transitionName(t)),
-		slog.Int64("total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds()))
+		slog.Int64("total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds()),
+	}, extra...)
+	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "request served", attrs...)
 }
 
 // finish records the attempt's outcome once.

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"slices"
 	"time"
@@ -273,19 +274,11 @@ func (p *attemptProcessor) endCommitted(c failure.Classification, info stream.Er
 }
 
 func (p *attemptProcessor) finishStreamSuccess(done stream.Completion) {
-	if !p.started || p.finished {
-		return
-	}
 	s := p.sse
-	latency := s.lastByte.Sub(p.sentAt) // to the last upstream chunk (SPEC §3.3)
-	t := p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassNone, Status: p.status},
-		Latency: latency, CompletionTokens: done.Usage.Completion, TotalTokens: done.Usage.Total})
-	cur := p.state.GetCurrent()
-	p.s.log.Info("request served", "request", p.requestID, "model", p.state.GetPublicModel(), "served_model", cur.GetModel(),
-		"deployment", cur.GetDeploymentId(), "status", p.status, "stream", true, "attempts", len(p.state.GetAttempts())+1,
-		"fallback_used", cur.GetModel() != p.state.GetPublicModel(), "latency_ms", latency.Milliseconds(),
-		"ttft_ms", s.firstOutput.Sub(p.sentAt).Milliseconds(), "finish_reason", done.FinishReason,
-		"anomalies", done.Anomalies, "completion_tokens", done.Usage.Completion, "circuit", transitionName(t))
+	// Latency to the last upstream chunk (SPEC §3.3).
+	p.finishServed(s.lastByte.Sub(p.sentAt), done.Usage.Completion, done.Usage.Total, slog.Bool("stream", true),
+		slog.Int64("ttft_ms", s.firstOutput.Sub(p.sentAt).Milliseconds()), slog.String("finish_reason", done.FinishReason),
+		slog.Any("anomalies", done.Anomalies))
 }
 
 // clientFamily is the client's error shape.

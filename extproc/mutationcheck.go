@@ -116,9 +116,9 @@ func (r mutationRules) sanitize(m mutation) (mutation, []string) {
 		out.remove = append(out.remove, name)
 	}
 	for _, h := range m.set {
-		h.name = strings.ToLower(h.name)
-		if why := r.refused(h.name, &h.value); why != "" {
-			dropped = append(dropped, "set "+h.name+": "+why)
+		h.Name = strings.ToLower(h.Name)
+		if why := r.refused(h.Name, &h.Value); why != "" {
+			dropped = append(dropped, "set "+h.Name+": "+why)
 			continue
 		}
 		out.set = append(out.set, h)

@@ -87,8 +87,8 @@ func TestBuiltMutationsPassTheRules(t *testing.T) {
 				}
 			}
 			for _, hd := range clean.set {
-				if why := built.rules.refused(hd.name, &hd.value); why != "" {
-					t.Fatalf("set %q=%q survived: %s", hd.name, hd.value, why)
+				if why := built.rules.refused(hd.Name, &hd.Value); why != "" {
+					t.Fatalf("set %q=%q survived: %s", hd.Name, hd.Value, why)
 				}
 			}
 			again, dropped := built.rules.sanitize(clean)

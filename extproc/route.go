@@ -372,11 +372,7 @@ func (p *routeProcessor) models() *extprocv3.ProcessingResponse {
 
 // renderedReply is the local reply of a rendered answer.
 func renderedReply(r dialect.Response, details string) *extprocv3.ProcessingResponse {
-	hs := make([]header, 0, len(r.Headers))
-	for _, h := range r.Headers {
-		hs = append(hs, header{h.Name, h.Value})
-	}
-	return localReply(r.Status, hs, r.Body, details)
+	return localReply(r.Status, r.Headers, r.Body, details)
 }
 
 func newRequestID() string {
