@@ -74,7 +74,7 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 	// SPEC §6.4 counts upstream attempts: incompatibilities the gateway found itself do not
 	// spend the budget.
 	if h.asked() >= global.MaxAttempts {
-		return stopWith(d, r.spent(ctx, snap, req, h, now, left, s, &d, upstreamStop(last)))
+		return stopWith(d, r.spent(ctx, snap, req, h, now, left, s, &d, h.FinalStop()))
 	}
 	if left < MinAttemptTime {
 		return stopWith(d, r.spent(ctx, snap, req, h, now, left, s, &d, deadlineStop(last)))

@@ -312,3 +312,25 @@ func TestRecordKeepsTheRefusalChain(t *testing.T) {
 		t.Fatalf("after a transient failure inside the chain: %s (%v), want the other big deployment", d.Deployment.ID, d.Move)
 	}
 }
+
+// SPEC §7.4: a request whose budget is spent ends with what the last upstream said, the
+// answer History.FinalStop gives, even when an incompatibility the gateway found itself was
+// recorded after it.
+func TestSpentBudgetStopsWithTheLastUpstream(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		e := newEnv(cfgOf(settings(textJSON(600_000, 1_800_000, 2), allowedFails(100)), dep("a", "m"), dep("b", "m"), dep("c", "m")))
+		req := e.request("m")
+		h := &routing.History{Attempts: []routing.Attempt{
+			{Deployment: "a", Model: "m", Class: failure.ClassTransient, Kind: failure.KindServerError, Status: 503, Message: "a is down"},
+			{Deployment: "b", Model: "m", Class: failure.ClassTransient, Kind: failure.KindServerError, Status: 500, Message: "b failed"},
+			{Deployment: "c", Model: "m", Class: failure.ClassIncompatible, Kind: failure.KindInvalidRequest, Status: 400, Message: "c cannot"},
+		}}
+		d := e.decide(req, h)
+		if d.Action != routing.ActionStop {
+			t.Fatalf("decision %+v, want a stop: two upstream attempts spend maxAttempts 2", d)
+		}
+		if want := h.FinalStop(); d.Stop.Status != want.Status || d.Stop.Message != want.Message || d.Stop.Status != 500 {
+			t.Fatalf("stop %d %q, want the last upstream's: %d %q", d.Stop.Status, d.Stop.Message, want.Status, want.Message)
+		}
+	})
+}
