@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store"
@@ -33,7 +31,6 @@ func Compile(version uint64, cfg *configv1.Config, secrets map[string]string) (*
 			g = &Group{Model: d.PublicModel}
 			snap.Groups[d.PublicModel] = g
 		}
-		d.Index = len(g.Deployments)
 		g.Deployments = append(g.Deployments, d)
 		g.Refs = append(g.Refs, d.Ref())
 		snap.Deployments[d.ID] = d
@@ -127,8 +124,6 @@ func compileDeployment(src *configv1.Deployment, apiKey string) *Deployment {
 		d.Overrides[o][ModeJSON] = Override(policyFromProto(op.GetJson()))
 		d.Overrides[o][ModeStream] = Override(policyFromProto(op.GetStream()))
 	}
-	d.Source = proto.CloneOf(src)
-	d.Source.ApiKey = ""
 	return d
 }
 

@@ -250,9 +250,6 @@ func TestParseRejectsUnknownFields(t *testing.T) {
 	if d.Weight != 0 || !d.Enabled || d.APIKey != "k" || d.Domain != "deployment/a" || snap.Groups["m"].Deployments[0] != d {
 		t.Fatalf("compiled deployment: %+v", d)
 	}
-	if d.Source.GetApiKey() != "" {
-		t.Fatal("compiled Source kept the API key")
-	}
 }
 
 // One call applies a router-settings patch (SPEC §11.1): the patch is checked alone, merged,

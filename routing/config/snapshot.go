@@ -3,7 +3,6 @@ package config
 import (
 	"time"
 
-	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
@@ -79,10 +78,6 @@ type Deployment struct {
 	Overrides    [numOperations][numModes]Override
 	Capabilities Capabilities
 	Enabled      bool
-	// Index is the deployment's position in its group.
-	Index int
-	// Source is the deployment as configured, apiKey cleared.
-	Source *configv1.Deployment
 }
 
 // Ref is the deployment's store reference.

@@ -2,6 +2,8 @@ package memstore
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 
 	"google.golang.org/protobuf/proto"
@@ -41,7 +43,7 @@ func (s *Store) LoadConfig(context.Context) (store.ConfigSnapshot, error) {
 	if c.settings != nil {
 		cfg.RouterSettings = proto.Clone(c.settings).(*configv1.RouterSettings)
 	}
-	for _, id := range sortedKeys(c.deployments) {
+	for _, id := range slices.Sorted(maps.Keys(c.deployments)) {
 		cfg.Deployments = append(cfg.Deployments, proto.Clone(c.deployments[id]).(*configv1.Deployment))
 	}
 	chainKeys := make([]chainKey, 0, len(c.chains))
@@ -57,7 +59,7 @@ func (s *Store) LoadConfig(context.Context) (store.ConfigSnapshot, error) {
 	for _, k := range chainKeys {
 		cfg.FallbackChains = append(cfg.FallbackChains, proto.Clone(c.chains[k]).(*configv1.FallbackChain))
 	}
-	for _, m := range sortedKeys(c.policies) {
+	for _, m := range slices.Sorted(maps.Keys(c.policies)) {
 		cfg.ModelPolicies = append(cfg.ModelPolicies, proto.Clone(c.policies[m]).(*configv1.ModelPolicy))
 	}
 	secrets := make(map[string]string, len(c.secrets))
@@ -209,13 +211,4 @@ func (s *Store) write(fn func(*configState) error) (uint64, error) {
 // WatchConfig implements store.ConfigStore.
 func (s *Store) WatchConfig(ctx context.Context) <-chan uint64 {
 	return s.watchers.Add(ctx)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

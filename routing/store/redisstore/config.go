@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -61,7 +63,7 @@ func (s *Store) LoadConfig(ctx context.Context) (store.ConfigSnapshot, error) {
 		}
 		snap.Config.RouterSettings = rs
 	}
-	for _, id := range sortedKeys(deps.Val()) {
+	for _, id := range slices.Sorted(maps.Keys(deps.Val())) {
 		d := &configv1.Deployment{}
 		if err := proto.Unmarshal([]byte(deps.Val()[id]), d); err != nil {
 			return store.ConfigSnapshot{}, fmt.Errorf("redisstore: load config: deployment %q: %w", id, err)
@@ -69,7 +71,7 @@ func (s *Store) LoadConfig(ctx context.Context) (store.ConfigSnapshot, error) {
 		d.ApiKey = "" // never stored here; cleared again so a read can never carry one
 		snap.Config.Deployments = append(snap.Config.Deployments, d)
 	}
-	for _, field := range sortedKeys(chains.Val()) {
+	for _, field := range slices.Sorted(maps.Keys(chains.Val())) {
 		c := &configv1.FallbackChain{}
 		if err := proto.Unmarshal([]byte(chains.Val()[field]), c); err != nil {
 			return store.ConfigSnapshot{}, fmt.Errorf("redisstore: load config: fallback chain: %w", err)
@@ -83,7 +85,7 @@ func (s *Store) LoadConfig(ctx context.Context) (store.ConfigSnapshot, error) {
 		}
 		return a.GetReason() < b.GetReason()
 	})
-	for _, model := range sortedKeys(policiesHm.Val()) {
+	for _, model := range slices.Sorted(maps.Keys(policiesHm.Val())) {
 		p := &configv1.ModelPolicy{}
 		if err := proto.Unmarshal([]byte(policiesHm.Val()[model]), p); err != nil {
 			return store.ConfigSnapshot{}, fmt.Errorf("redisstore: load config: model policy %q: %w", model, err)
@@ -268,13 +270,4 @@ func marshalDeployment(d *configv1.Deployment) ([]byte, error) {
 		return nil, fmt.Errorf("deployment %q: %w", d.GetId(), err)
 	}
 	return b, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
