@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 )
@@ -55,22 +55,7 @@ func keysRig(t *testing.T, v KeyVerifier) (*rig, *syncLog) {
 	return r, logs
 }
 
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncLog = testlog.Buffer
 
 const anthropicJSON = `{"model":"gpt-4o","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`
 

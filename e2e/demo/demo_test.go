@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,25 +11,11 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 )
 
 // syncBuffer collects what run prints while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testlog.Buffer
 
 // TestDemo runs the demo as `make demo` does (switchyard built from source and run as a
 // child, envoysim on envoy/envoy.yaml fed by switchyard's xDS, the three fakes) on free

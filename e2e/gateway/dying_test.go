@@ -1,19 +1,19 @@
 package gateway_test
 
 import (
-	"strings"
-
-	"github.com/openai/openai-go/v3/option"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
+	"github.com/switchyard-gw/switchyard/extproc"
 )
 
 // What a client gets when the switchyard replica serving the attempt role dies in the middle
@@ -26,21 +26,16 @@ import (
 // Fail-open lets the provider's answer through unprocessed.
 func TestAttemptRoleDiesBeforeTheResponse(t *testing.T) {
 	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
-	type result struct {
-		status int
-		body   []byte
-		took   time.Duration
-	}
-	done := make(chan result, 1)
+	done := make(chan sent, 1)
 	go func() {
 		start := time.Now()
-		resp, body := g.post("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
+		resp, body, err := g.tryPost("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
 			map[string]string{fakeprovider.FaultHeader: "header-delay=1s"})
-		done <- result{resp.StatusCode, body, time.Since(start)}
+		done <- sent{resp, body, err, time.Since(start)}
 	}()
 	eventually(t, "the provider call", func() bool { return len(g.fakes["oa"].Requests()) == 1 })
 	g.replicas[0].grpc.Stop()
-	r := <-done
+	r := awaitResult(t, done)
 	if r.status != http.StatusOK || gjson.GetBytes(r.body, "choices.0.message.content").String() == "" {
 		t.Fatalf("status %d body %s", r.status, r.body)
 	}
@@ -71,28 +66,52 @@ func TestAttemptRoleDiesDuringTheResponse(t *testing.T) {
 	srv := newLoopbackServer(t, slow)
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI, URL: srv, ResponseMs: 2000}}, gatewayOptions{})
-	type result struct {
-		status int
-		took   time.Duration
-	}
-	done := make(chan result, 1)
+	done := make(chan sent, 1)
 	go func() {
 		start := time.Now()
-		resp, _ := g.post("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil)
-		done <- result{resp.StatusCode, time.Since(start)}
+		resp, body, err := g.tryPost("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil)
+		done <- sent{resp, body, err, time.Since(start)}
 	}()
 	eventually(t, "the first body chunk reaching the attempt role", func() bool {
-		return g.replicas[0].messages(RoleAttemptName, "response_body") > 0
+		return g.replicas[0].messages(extproc.RoleAttempt, "response_body") > 0
 	})
 	g.replicas[0].grpc.Stop()
-	r := <-done
+	r := awaitResult(t, done)
 	t.Logf("replica died during the JSON response: client got %d after %v (responseMs 2 s)", r.status, r.took.Round(10*time.Millisecond))
 	if r.status < 500 || r.took > 6*time.Second {
 		t.Errorf("status %d after %v, want a 5xx within about responseMs", r.status, r.took)
 	}
 }
 
-const RoleAttemptName = "attempt"
+// result is a request made on another goroutine while the test stops a replica.
+type result struct {
+	status int
+	body   []byte
+	took   time.Duration
+}
+
+// awaitResult waits for the request, failing the test (never hanging it) when it erred or
+// did not return.
+func awaitResult(t *testing.T, done <-chan sent) result {
+	t.Helper()
+	select {
+	case s := <-done:
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		return result{s.resp.StatusCode, s.body, s.took}
+	case <-time.After(wait):
+		t.Fatal("the client did not return")
+	}
+	return result{}
+}
+
+type sent struct {
+	resp *http.Response
+	body []byte
+	err  error
+	took time.Duration
+}
 
 func newLoopbackServer(t *testing.T, h http.Handler) string {
 	t.Helper()

@@ -68,10 +68,17 @@ func TestUnauthorizedQuarantines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	found := false
 	for _, s := range st {
-		if s.ID == "a" && (s.State != "cooldown" || s.RetryAfterMs < 250_000) {
-			t.Errorf("a after a 401: %+v, want a configuration quarantine (300 s)", s)
+		if s.ID == "a" {
+			found = true
+			if s.State != "cooldown" || s.RetryAfterMs < 250_000 {
+				t.Errorf("a after a 401: %+v, want a configuration quarantine (300 s)", s)
+			}
 		}
+	}
+	if !found {
+		t.Errorf("no status for a in %+v", st)
 	}
 }
 

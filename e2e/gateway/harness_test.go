@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"github.com/switchyard-gw/switchyard/internal/testlog"
 	"log/slog"
 	"net"
@@ -68,7 +69,6 @@ type replica struct {
 	grpc      *grpc.Server
 	router    *routing.Router
 	live      *config.Live
-	server    *extproc.Server
 	grpcAddr  string
 	trampAddr string
 	reg       *prometheus.Registry
@@ -84,7 +84,6 @@ type gateway struct {
 	replicas []*replica
 	fakes    map[string]*fakeprovider.Server
 	logs     *syncBuffer
-	access   chan sim.AccessLogEntry
 }
 
 // gatewayOptions tune a test gateway.
@@ -118,7 +117,7 @@ func testKeys(t *testing.T) extproc.Keys {
 // startGateway starts fakes for deps, switchyard replicas and envoysim in front of them.
 func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	t.Helper()
-	g := &gateway{t: t, fakes: map[string]*fakeprovider.Server{}, logs: &syncBuffer{}, access: make(chan sim.AccessLogEntry, 256)}
+	g := &gateway{t: t, fakes: map[string]*fakeprovider.Server{}, logs: &syncBuffer{}}
 	cfg := &configv1.Config{RouterSettings: o.settings, FallbackChains: o.chains}
 	type endpoint struct {
 		ID   string
@@ -280,13 +279,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		t.Fatalf("loading the rendered bootstrap: %v", err)
 	}
 	s, err := sim.New(bs, sim.WithListenerAddress("ingress", "127.0.0.1:0"),
-		sim.WithLogger(log.With("component", "envoysim")),
-		sim.WithAccessLog(func(e sim.AccessLogEntry) {
-			select {
-			case g.access <- e:
-			default:
-			}
-		}))
+		sim.WithLogger(log.With("component", "envoysim")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +320,7 @@ func startReplica(t *testing.T, live *config.Live, st store.Store, keys extproc.
 	t.Cleanup(gs.Stop)
 	tramp := httptest.NewServer(srv.Trampoline())
 	t.Cleanup(tramp.Close)
-	return &replica{grpc: gs, router: router, live: live, server: srv, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg}
+	return &replica{grpc: gs, router: router, live: live, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg}
 }
 
 func (g *gateway) trampAddrs() []string {
@@ -469,31 +462,49 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // post sends a raw request through the gateway.
 func (g *gateway) post(path, body string, headers map[string]string) (*http.Response, []byte) {
 	g.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, g.base+path, strings.NewReader(body))
+	resp, b, err := g.tryPost(path, body, headers)
 	if err != nil {
 		g.t.Fatal(err)
+	}
+	return resp, b
+}
+
+// tryPost is post for another goroutine than the test's, where t.Fatal must not be called.
+func (g *gateway) tryPost(path, body string, headers map[string]string) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, g.base+path, strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	return g.do(req)
+	return tryDo(req)
 }
 
 func (g *gateway) do(req *http.Request) (*http.Response, []byte) {
 	g.t.Helper()
+	resp, body, err := tryDo(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return resp, body
+}
+
+// tryDo sends req with the harness's deadline and reads the whole response.
+func tryDo(req *http.Request) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 	if err != nil {
-		g.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+		return nil, nil, fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		g.t.Fatalf("reading the response: %v", err)
+		return nil, nil, fmt.Errorf("reading the response: %w", err)
 	}
-	return resp, buf.Bytes()
+	return resp, buf.Bytes(), nil
 }
 
 // syncBuffer is the tests' concurrent log sink.

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/internal/redistest"
-	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/store"
 	"github.com/switchyard-gw/switchyard/routing/store/redisstore"
 )
@@ -78,5 +77,4 @@ func testTwoReplicasShareRedis(t *testing.T, xdsMode bool) {
 		}
 	}
 	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("a", "b") == 0 })
-	_ = configv1.Config{}
 }

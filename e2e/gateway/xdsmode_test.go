@@ -72,13 +72,7 @@ func startXDSEnvoy(t *testing.T, ctx context.Context, g *gateway, log *slog.Logg
 		sim.WithClusterAddress("switchyard_extproc", g.replicas[0].grpcAddr),
 		sim.WithClusterAddress("switchyard_xds", g.replicas[0].xdsAddr),
 		sim.WithADSInitialBackoff(10*time.Millisecond),
-		sim.WithLogger(log.With("component", "envoysim")),
-		sim.WithAccessLog(func(e sim.AccessLogEntry) {
-			select {
-			case g.access <- e:
-			default:
-			}
-		}))
+		sim.WithLogger(log.With("component", "envoysim")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,10 @@
 package redisstore_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,27 +12,15 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	"github.com/switchyard-gw/switchyard/internal/redistest"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 	"github.com/switchyard-gw/switchyard/routing/store"
 	"github.com/switchyard-gw/switchyard/routing/store/redisstore"
 )
 
 // syncBuffer is a log sink safe for the wrapper's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type syncBuffer = testlog.Buffer
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), substr)
-}
+func count(logs *syncBuffer, substr string) int { return strings.Count(logs.String(), substr) }
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
@@ -198,14 +184,14 @@ func TestResilientBackoffAndRecovery(t *testing.T) {
 	eventually(t, 5*time.Second, "second failed check", func() bool { return checks(reg, "failed") == 2 })
 
 	// One warning per outage and LogInterval, however many calls are served locally.
-	if n := logs.count("redis unreachable") + logs.count("redis still unreachable"); n != 1 {
-		t.Fatalf("%d warnings so far, want 1\n%s", n, logs.b.String())
+	if n := count(logs, "redis unreachable") + count(logs, "redis still unreachable"); n != 1 {
+		t.Fatalf("%d warnings so far, want 1\n%s", n, logs.String())
 	}
 	clock.Advance(time.Minute)
 	for range 10 {
 		_ = r.ReadStates(ctx, t0, refs, out)
 	}
-	if n := logs.count("redis still unreachable"); n != 1 {
+	if n := count(logs, "redis still unreachable"); n != 1 {
 		t.Fatalf("%d repeated warnings after one LogInterval, want 1", n)
 	}
 
