@@ -41,8 +41,10 @@ type mutation struct {
 	remove []string
 }
 
-func (m *mutation) setHeader(name, value string) { m.set = append(m.set, header{Name: name, Value: value}) }
-func (m *mutation) removeHeader(name string)     { m.remove = append(m.remove, name) }
+func (m *mutation) setHeader(name, value string) {
+	m.set = append(m.set, header{Name: name, Value: value})
+}
+func (m *mutation) removeHeader(name string) { m.remove = append(m.remove, name) }
 
 func (m mutation) empty() bool { return len(m.set) == 0 && len(m.remove) == 0 }
 
