@@ -5,7 +5,6 @@ import (
 
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
-	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // plan fills s with the hops of this decision and their candidates (SPEC §7.6, §9.2):
@@ -70,18 +69,17 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now tim
 			recordSkip(h, d, Skip{Deployment: dep.ID, Model: model, Why: why})
 			continue
 		}
-		tries := h.triesOf(dep.ID)
 		if limit := dep.MaxAttempts(req.Operation, req.Mode()); limit > 0 && h.askedOn(dep.ID) >= limit {
 			continue
 		}
 		// A deployment's lower totalMs shortens what its attempts may use, never the request.
 		window := min(left, req.Start.Add(dep.Total(&snap.Settings, req.Operation, req.Mode())).Sub(now))
-		c := candidate{dep: dep, hop: len(s.hops), tried: tries > 0, window: window}
-		if c.tried {
-			c.reusable = reusableAfter(h.lastOn(dep.ID))
+		c := candidate{dep: dep, hop: len(s.hops), window: window}
+		if last := h.lastOn(dep.ID); last != nil {
+			c.tried, c.reusable = true, reusableAfter(last)
 		}
 		s.cands = append(s.cands, c)
-		s.refs = append(s.refs, store.DeploymentRef{ID: dep.ID, Domain: dep.Domain})
+		s.refs = append(s.refs, dep.Ref())
 	}
 	hp.end = len(s.cands)
 	if hp.end == hp.first && incompatible > 0 && model != req.Model {

@@ -159,17 +159,6 @@ func (h *History) lastAsked() *Attempt {
 	return nil
 }
 
-// triesOf counts the attempts made on deployment id.
-func (h *History) triesOf(id string) int {
-	n := 0
-	for i := range h.Attempts {
-		if h.Attempts[i].Deployment == id {
-			n++
-		}
-	}
-	return n
-}
-
 // lastOn returns the last attempt on deployment id, or nil.
 func (h *History) lastOn(id string) *Attempt {
 	for i := len(h.Attempts) - 1; i >= 0; i-- {
