@@ -519,12 +519,7 @@ func (p *attemptProcessor) finish(res routing.Result) store.Transition {
 	}
 	p.finished = true
 	res.Started = p.startedAt
-	t, err := p.s.router.FinishAttempt(context.Background(), &p.req, p.dep, p.attemptID, res)
-	if err != nil {
-		p.s.log.Warn("recording the attempt outcome failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
-	}
-	p.s.metric.attemptFinished(p.dep, p.req.Model, res, t)
-	return t
+	return p.s.finishAttempt(context.Background(), p.requestID, &p.req, p.dep, p.attemptID, res)
 }
 
 // transitionName names what an outcome did to the circuits, for the route reason (SPEC §10.2).

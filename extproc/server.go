@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // Clock tells the time and waits; tests inject a fake one.
@@ -176,4 +178,15 @@ func pump(ctx context.Context, stream extprocv3.ExternalProcessor_ProcessServer)
 // errUnexpected reports a message the role's phase does not expect.
 func errUnexpected(role string, phase fmt.Stringer, req *extprocv3.ProcessingRequest) error {
 	return status.Errorf(codes.FailedPrecondition, "%s role: unexpected %T in phase %s", role, req.GetRequest(), phase)
+}
+
+// finishAttempt records an attempt's outcome in the router and the metrics: the attempt
+// role's and the trampoline's one way to end an attempt.
+func (s *Server) finishAttempt(ctx context.Context, requestID string, req *routing.Request, dep *config.Deployment, attemptID string, res routing.Result) store.Transition {
+	t, err := s.router.FinishAttempt(ctx, req, dep, attemptID, res)
+	if err != nil {
+		s.log.Warn("recording the attempt outcome failed", "request", requestID, "deployment", dep.ID, "err", err)
+	}
+	s.metric.attemptFinished(dep, req.Model, res, t)
+	return t
 }

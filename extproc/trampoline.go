@@ -62,11 +62,7 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	latency := now.Sub(time.Unix(0, cur.GetStartUnixNano()))
 	res := routing.Result{Classification: c, Latency: latency, Started: time.Unix(0, cur.GetStartUnixNano())}
 	// A detached context: the bookkeeping must happen even if Envoy gave up on this attempt.
-	t, err := s.router.FinishAttempt(context.WithoutCancel(r.Context()), &req, dep, cur.GetAttemptId(), res)
-	if err != nil {
-		s.log.Warn("trampoline: recording the transport failure failed", "request", requestID, "deployment", dep.ID, "err", err)
-	}
-	s.metric.attemptFinished(dep, req.Model, res, t)
+	t := s.finishAttempt(context.WithoutCancel(r.Context()), requestID, &req, dep, cur.GetAttemptId(), res)
 	s.log.Info("attempt failed", "request", requestID, "deployment", dep.ID, "model", cur.GetModel(), "class", c.Class.String(),
 		"kind", string(c.Kind), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t), "via", "trampoline",
 		"time_left_ms", time.Unix(0, st.GetDeadlineUnixNano()).Sub(now).Milliseconds())
