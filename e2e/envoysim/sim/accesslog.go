@@ -1,6 +1,10 @@
 package sim
 
-import "slices"
+import (
+	"context"
+	"log/slog"
+	"slices"
+)
 
 // AccessLogEntry describes one finished downstream stream, with the fields of Envoy's
 // access log that tests assert on (docs/root/configuration/observability/access_log/usage.rst:
@@ -31,6 +35,9 @@ type AccessLogEntry struct {
 }
 
 func (s *Sim) logAccess(h *hcmConfig, st *activeStream, res passResult, out *downstreamWriter) {
+	if s.opts.accessLog == nil && !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return // nobody reads the entry (the load driver's case): build none per pass
+	}
 	st.mu.Lock()
 	e := AccessLogEntry{
 		Listener:            h.listener,
