@@ -93,7 +93,7 @@ func appendStruct(b []byte, s *structpb.Struct) []byte {
 	for k, v := range s.GetFields() {
 		var entry, value int
 		b, entry = beginMessage(b, fStruct_Fields)
-		b = protowire.AppendString(protowire.AppendTag(b, fEntry_Key, protowire.BytesType), k)
+		b = appendBytesField(b, fEntry_Key, k)
 		b, value = beginMessage(b, fEntry_Value)
 		b = endMessage(appendValue(b, v), value)
 		b = endMessage(b, entry)
@@ -106,13 +106,13 @@ func appendStruct(b []byte, s *structpb.Struct) []byte {
 func appendValue(b []byte, v *structpb.Value) []byte {
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_NullValue:
-		b = protowire.AppendVarint(protowire.AppendTag(b, fValue_Null, protowire.VarintType), uint64(k.NullValue))
+		b = appendUvarint(appendTag(b, fValue_Null, protowire.VarintType), uint64(k.NullValue))
 	case *structpb.Value_NumberValue:
-		b = protowire.AppendFixed64(protowire.AppendTag(b, fValue_Number, protowire.Fixed64Type), math.Float64bits(k.NumberValue))
+		b = protowire.AppendFixed64(appendTag(b, fValue_Number, protowire.Fixed64Type), math.Float64bits(k.NumberValue))
 	case *structpb.Value_StringValue:
-		b = protowire.AppendString(protowire.AppendTag(b, fValue_String, protowire.BytesType), k.StringValue)
+		b = appendBytesField(b, fValue_String, k.StringValue)
 	case *structpb.Value_BoolValue:
-		b = protowire.AppendVarint(protowire.AppendTag(b, fValue_Bool, protowire.VarintType), protowire.EncodeBool(k.BoolValue))
+		b = appendUvarint(appendTag(b, fValue_Bool, protowire.VarintType), protowire.EncodeBool(k.BoolValue))
 	case *structpb.Value_StructValue:
 		var at int
 		b, at = beginMessage(b, fValue_Struct)

@@ -148,8 +148,7 @@ func appendSkip(b []byte, s *statev1.Skip) []byte {
 func appendHeader(b []byte, h *statev1.Header) []byte {
 	b = appendString(b, fHeader_Name, h.Name)
 	if h.Value != nil { // explicit presence: an empty value is sent, an absent one is not
-		b = protowire.AppendTag(b, fHeader_Value, protowire.BytesType)
-		b = protowire.AppendBytes(b, h.Value)
+		b = appendBytesField(b, fHeader_Value, h.Value)
 	}
 	return append(b, h.ProtoReflect().GetUnknown()...)
 }
@@ -251,27 +250,51 @@ func (d *stateDecoder) string(val []byte) string {
 	return d.str[off : off+len(val)]
 }
 
-// fields walks the fields of the message in b, calling take with each one's tag and value.
-// A field take does not take (false) is appended to unknown, as proto.Unmarshal keeps a field
-// it does not know or whose wire type differs; fields returns the grown unknown.
-func (d *stateDecoder) fields(b, unknown []byte, take func(tag, v uint64, val []byte) (bool, error)) ([]byte, error) {
-	for len(b) > 0 {
-		tag, v, val, n := readField(b)
-		if n < 0 {
-			return nil, fieldError(b, n)
-		}
-		taken, err := take(tag, v, val)
-		if err != nil {
-			return nil, err
-		}
-		if !taken {
-			// As proto.Unmarshal keeps it: the tag re-encoded minimally, the value as read.
-			num, typ, tn := protowire.ConsumeTag(b)
-			unknown = append(protowire.AppendTag(unknown, num, typ), b[tn:n]...)
-		}
-		b = b[n:]
+// fieldReader walks the fields of one message: after each next, tag and v or val hold the
+// field (as readField reads it) and field its whole encoding. A plain loop over it rather
+// than a callback per field: the decoder's switches stay inline.
+type fieldReader struct {
+	rest   []byte
+	field  []byte
+	tag, v uint64
+	val    []byte
+	err    error
+}
+
+func (r *fieldReader) next() bool {
+	b := r.rest
+	if len(b) == 0 {
+		return false
 	}
-	return unknown, nil
+	// The common field inline: a one-byte tag, and a one-byte varint or a bytes field with a
+	// one-byte length.
+	if len(b) >= 2 && b[0] >= 8 && b[0] < 0x80 && b[1] < 0x80 {
+		switch b[0] & 7 {
+		case byte(protowire.VarintType):
+			r.tag, r.v, r.field, r.rest = uint64(b[0]), uint64(b[1]), b[:2], b[2:]
+			return true
+		case byte(protowire.BytesType):
+			if m := 2 + int(b[1]); m <= len(b) {
+				r.tag, r.val, r.field, r.rest = uint64(b[0]), b[2:m], b[:m], b[m:]
+				return true
+			}
+		}
+	}
+	tag, v, val, n := readField(b)
+	if n < 0 {
+		r.err, r.rest = fieldError(b, n), nil
+		return false
+	}
+	r.field, r.rest = b[:n], b[n:]
+	r.tag, r.v, r.val = tag, v, val
+	return true
+}
+
+// keepUnknown appends the reader's field to unknown as proto.Unmarshal keeps a field it does
+// not know or whose wire type differs: the tag re-encoded minimally, the value as read.
+func (r *fieldReader) keepUnknown(unknown []byte) []byte {
+	num, typ, tn := protowire.ConsumeTag(r.field)
+	return append(protowire.AppendTag(unknown, num, typ), r.field[tn:]...)
 }
 
 // decodeState parses a state's protobuf encoding with proto.Unmarshal's semantics: the last
@@ -280,21 +303,20 @@ func (d *stateDecoder) fields(b, unknown []byte, take func(tag, v uint64, val []
 func decodeState(data []byte) (*statev1.State, error) {
 	// Count the repeated messages first, so that each kind gets one slab.
 	var nAttempts, nSkips, nHeaders, headerBytes int
-	for b := data; len(b) > 0; {
-		tag, _, val, n := readField(b)
-		if n < 0 {
-			return nil, fieldError(b, n)
-		}
-		switch tag {
+	count := fieldReader{rest: data}
+	for count.next() {
+		switch count.tag {
 		case tagOf(fState_Attempts, tBytes):
 			nAttempts++
 		case tagOf(fState_Skips, tBytes):
 			nSkips++
 		case tagOf(fState_ClientHeaders, tBytes):
 			nHeaders++
-			headerBytes += len(val) // bounds the values' bytes
+			headerBytes += len(count.val) // bounds the values' bytes
 		}
-		b = b[n:]
+	}
+	if count.err != nil {
+		return nil, count.err
 	}
 	d := stateDecoder{data: data[:len(data):len(data)], str: string(data)}
 	slab := &stateSlab{}
@@ -312,173 +334,182 @@ func decodeState(data []byte) (*statev1.State, error) {
 		st.ClientHeaders = make([]*statev1.Header, 0, nHeaders)
 		d.vals = make([]byte, 0, headerBytes)
 	}
-	unknown, err := d.fields(d.data, nil, func(tag, v uint64, val []byte) (bool, error) {
-		switch tag {
+	var unknown []byte
+	r := fieldReader{rest: d.data}
+	for r.next() {
+		var err error
+		switch r.tag {
 		case tagOf(fState_RequestId, tBytes):
-			st.RequestId = d.string(val)
+			st.RequestId = d.string(r.val)
 		case tagOf(fState_PublicModel, tBytes):
-			st.PublicModel = d.string(val)
+			st.PublicModel = d.string(r.val)
 		case tagOf(fState_Operation, tVarint):
-			st.Operation = statev1.Operation(int32(v))
+			st.Operation = statev1.Operation(int32(r.v))
 		case tagOf(fState_Mode, tVarint):
-			st.Mode = statev1.Mode(int32(v))
+			st.Mode = statev1.Mode(int32(r.v))
 		case tagOf(fState_StartUnixNano, tFixed):
-			st.StartUnixNano = int64(v)
+			st.StartUnixNano = int64(r.v)
 		case tagOf(fState_DeadlineUnixNano, tFixed):
-			st.DeadlineUnixNano = int64(v)
+			st.DeadlineUnixNano = int64(r.v)
 		case tagOf(fState_Dialect, tVarint):
-			st.Dialect = statev1.Dialect(int32(v))
+			st.Dialect = statev1.Dialect(int32(r.v))
 		case tagOf(fState_Attempts, tBytes):
 			a := &attempts[len(st.Attempts)]
 			st.Attempts = append(st.Attempts, a)
-			return true, d.attempt(a, val)
+			err = d.attempt(a, r.val)
 		case tagOf(fState_Skips, tBytes):
 			s := &skips[len(st.Skips)]
 			st.Skips = append(st.Skips, s)
-			return true, d.skip(s, val)
+			err = d.skip(s, r.val)
 		case tagOf(fState_Reason, tVarint):
-			st.Reason = statev1.FallbackReason(int32(v))
+			st.Reason = statev1.FallbackReason(int32(r.v))
 		case tagOf(fState_ReasonFrom, tBytes):
-			st.ReasonFrom = d.string(val)
+			st.ReasonFrom = d.string(r.val)
 		case tagOf(fState_ClientHeaders, tBytes):
 			h := &headers[len(st.ClientHeaders)]
 			st.ClientHeaders = append(st.ClientHeaders, h)
-			return true, d.header(h, val)
+			err = d.header(h, r.val)
 		case tagOf(fState_Current, tBytes):
 			if st.Current == nil {
 				st.Current = &slab.cur
 			}
-			return true, d.current(st.Current, val)
+			err = d.current(st.Current, r.val)
 		case tagOf(fState_Redirects, tVarint):
-			st.Redirects = uint32(v)
+			st.Redirects = uint32(r.v)
 		default:
-			return false, nil
+			unknown = r.keepUnknown(unknown)
 		}
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
 	}
 	setUnknown(st, unknown)
 	return st, nil
 }
 
 func (d *stateDecoder) attempt(a *statev1.Attempt, b []byte) error {
-	unknown, err := d.fields(b, nil, func(tag, v uint64, val []byte) (bool, error) {
-		switch tag {
+	var unknown []byte
+	r := fieldReader{rest: b}
+	for r.next() {
+		switch r.tag {
 		case tagOf(fAttempt_DeploymentId, tBytes):
-			a.DeploymentId = d.string(val)
+			a.DeploymentId = d.string(r.val)
 		case tagOf(fAttempt_Model, tBytes):
-			a.Model = d.string(val)
+			a.Model = d.string(r.val)
 		case tagOf(fAttempt_Class, tVarint):
-			a.Class = statev1.Class(int32(v))
+			a.Class = statev1.Class(int32(r.v))
 		case tagOf(fAttempt_Kind, tBytes):
-			a.Kind = d.string(val)
+			a.Kind = d.string(r.val)
 		case tagOf(fAttempt_Quota, tVarint):
-			a.Quota = v != 0
+			a.Quota = r.v != 0
 		case tagOf(fAttempt_Status, tVarint):
-			a.Status = int32(v)
+			a.Status = int32(r.v)
 		case tagOf(fAttempt_LatencyNanos, tFixed):
-			a.LatencyNanos = int64(v)
+			a.LatencyNanos = int64(r.v)
 		case tagOf(fAttempt_RetryAfterNanos, tFixed):
-			a.RetryAfterNanos = int64(v)
+			a.RetryAfterNanos = int64(r.v)
 		case tagOf(fAttempt_Message, tBytes):
-			a.Message = d.string(val)
+			a.Message = d.string(r.val)
 		case tagOf(fAttempt_ErrorType, tBytes):
-			a.ErrorType = d.string(val)
+			a.ErrorType = d.string(r.val)
 		case tagOf(fAttempt_ErrorCode, tBytes):
-			a.ErrorCode = d.string(val)
+			a.ErrorCode = d.string(r.val)
 		case tagOf(fAttempt_Move, tVarint):
-			a.Move = statev1.Move(int32(v))
+			a.Move = statev1.Move(int32(r.v))
 		case tagOf(fAttempt_FallbackReason, tVarint):
-			a.FallbackReason = statev1.FallbackReason(int32(v))
+			a.FallbackReason = statev1.FallbackReason(int32(r.v))
 		case tagOf(fAttempt_FallbackHop, tVarint):
-			a.FallbackHop = uint32(v)
+			a.FallbackHop = uint32(r.v)
 		case tagOf(fAttempt_Probe, tVarint):
-			a.Probe = v != 0
+			a.Probe = r.v != 0
 		case tagOf(fAttempt_Pick, tBytes):
-			a.Pick = d.string(val)
+			a.Pick = d.string(r.val)
 		case tagOf(fAttempt_AllOpenTry, tVarint):
-			a.AllOpenTry = v != 0
+			a.AllOpenTry = r.v != 0
 		default:
-			return false, nil
+			unknown = r.keepUnknown(unknown)
 		}
-		return true, nil
-	})
+	}
 	setUnknown(a, unknown)
-	return err
+	return r.err
 }
 
 func (d *stateDecoder) skip(s *statev1.Skip, b []byte) error {
-	unknown, err := d.fields(b, nil, func(tag, _ uint64, val []byte) (bool, error) {
-		switch tag {
+	var unknown []byte
+	r := fieldReader{rest: b}
+	for r.next() {
+		switch r.tag {
 		case tagOf(fSkip_DeploymentId, tBytes):
-			s.DeploymentId = d.string(val)
+			s.DeploymentId = d.string(r.val)
 		case tagOf(fSkip_Model, tBytes):
-			s.Model = d.string(val)
+			s.Model = d.string(r.val)
 		case tagOf(fSkip_Reason, tBytes):
-			s.Reason = d.string(val)
+			s.Reason = d.string(r.val)
 		default:
-			return false, nil
+			unknown = r.keepUnknown(unknown)
 		}
-		return true, nil
-	})
+	}
 	setUnknown(s, unknown)
-	return err
+	return r.err
 }
 
 func (d *stateDecoder) header(h *statev1.Header, b []byte) error {
-	unknown, err := d.fields(b, nil, func(tag, _ uint64, val []byte) (bool, error) {
-		switch tag {
+	var unknown []byte
+	r := fieldReader{rest: b}
+	for r.next() {
+		switch r.tag {
 		case tagOf(fHeader_Name, tBytes):
-			h.Name = d.string(val)
+			h.Name = d.string(r.val)
 		case tagOf(fHeader_Value, tBytes):
 			// Capacity capped: appending to one value must not overwrite the next.
 			at := len(d.vals)
-			d.vals = append(d.vals, val...)
+			d.vals = append(d.vals, r.val...)
 			h.Value = d.vals[at:len(d.vals):len(d.vals)]
 		default:
-			return false, nil
+			unknown = r.keepUnknown(unknown)
 		}
-		return true, nil
-	})
+	}
 	setUnknown(h, unknown)
-	return err
+	return r.err
 }
 
 func (d *stateDecoder) current(c *statev1.Current, b []byte) error {
 	// A repeated Current merges, its unknown fields too.
-	unknown, err := d.fields(b, c.ProtoReflect().GetUnknown(), func(tag, v uint64, val []byte) (bool, error) {
-		switch tag {
+	unknown := c.ProtoReflect().GetUnknown()
+	r := fieldReader{rest: b}
+	for r.next() {
+		switch r.tag {
 		case tagOf(fCurrent_DeploymentId, tBytes):
-			c.DeploymentId = d.string(val)
+			c.DeploymentId = d.string(r.val)
 		case tagOf(fCurrent_Model, tBytes):
-			c.Model = d.string(val)
+			c.Model = d.string(r.val)
 		case tagOf(fCurrent_AttemptId, tBytes):
-			c.AttemptId = d.string(val)
+			c.AttemptId = d.string(r.val)
 		case tagOf(fCurrent_StartUnixNano, tFixed):
-			c.StartUnixNano = int64(v)
+			c.StartUnixNano = int64(r.v)
 		case tagOf(fCurrent_Move, tVarint):
-			c.Move = statev1.Move(int32(v))
+			c.Move = statev1.Move(int32(r.v))
 		case tagOf(fCurrent_FallbackReason, tVarint):
-			c.FallbackReason = statev1.FallbackReason(int32(v))
+			c.FallbackReason = statev1.FallbackReason(int32(r.v))
 		case tagOf(fCurrent_FallbackHop, tVarint):
-			c.FallbackHop = uint32(v)
+			c.FallbackHop = uint32(r.v)
 		case tagOf(fCurrent_Probe, tVarint):
-			c.Probe = v != 0
+			c.Probe = r.v != 0
 		case tagOf(fCurrent_Pick, tBytes):
-			c.Pick = d.string(val)
+			c.Pick = d.string(r.val)
 		case tagOf(fCurrent_AllOpenTry, tVarint):
-			c.AllOpenTry = v != 0
+			c.AllOpenTry = r.v != 0
 		case tagOf(fCurrent_ReasonFrom, tBytes):
-			c.ReasonFrom = d.string(val)
+			c.ReasonFrom = d.string(r.val)
 		default:
-			return false, nil
+			unknown = r.keepUnknown(unknown)
 		}
-		return true, nil
-	})
+	}
 	setUnknown(c, unknown)
-	return err
+	return r.err
 }
 
 func setUnknown(m protoreflect.ProtoMessage, raw []byte) {
