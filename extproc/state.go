@@ -5,7 +5,6 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +36,6 @@ const (
 	// KeySize is the length of a state key (AES-256).
 	KeySize = 32
 )
-
-var b64 = base64.RawURLEncoding
 
 // RejectReason says why Open refused a state, as the label of
 // switchyard_state_rejected_total{reason}.
@@ -88,6 +85,7 @@ type Sealer struct {
 	previous *sealKey
 	clock    routing.Clock
 	rand     io.Reader
+	text     *base64URL
 	// scratch holds *[]byte working buffers, so a seal allocates only its result and an
 	// open only the state (every redirect pays both).
 	scratch sync.Pool
@@ -114,7 +112,7 @@ func NewSealer(keys Keys, opts SealerOptions) (*Sealer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("current state key: %w", err)
 	}
-	s := &Sealer{current: cur, clock: opts.Clock, rand: opts.Rand}
+	s := &Sealer{current: cur, clock: opts.Clock, rand: opts.Rand, text: newBase64URL()}
 	if keys.Previous != nil {
 		prev, err := newSealKey(keys.Previous)
 		if err != nil {
@@ -211,7 +209,7 @@ func (s *Sealer) Seal(st *statev1.State) (string, error) {
 	// In place: the ciphertext overwrites the plaintext (cipher.AEAD allows exact overlap).
 	sealed := k.aead.Seal(buf[ad:ad+headerSize], buf[ad+2:ad+headerSize], buf[ad+headerSize:], buf[:ad])
 	out := buf[ad+blob : ad+blob+b64.EncodedLen(blob)]
-	b64.Encode(out, sealed)
+	s.text.encode(out, sealed)
 	*p = buf
 	return string(out), nil
 }
@@ -222,15 +220,12 @@ func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 	if len(sealed) > MaxSealedLen {
 		return nil, reject(RejectMalformed, "%d bytes, above the limit of %d", len(sealed), MaxSealedLen)
 	}
-	// Scratch layout: additional data | decoded blob | the base64 text (copied there because
-	// []byte(sealed) would allocate a copy of its own).
+	// Scratch layout: additional data | decoded blob.
 	ad := 2 + len(requestID)
-	text := ad + b64.DecodedLen(len(sealed))
-	p := s.getScratch(text + len(sealed))
+	p := s.getScratch(ad + b64.DecodedLen(len(sealed)))
 	defer s.putScratch(p)
 	buf := *p
-	copy(buf[text:], sealed)
-	n, err := b64.Decode(buf[ad:text], buf[text:])
+	n, err := s.text.decode(buf[ad:], sealed)
 	if err != nil {
 		return nil, reject(RejectMalformed, "decoding base64url: %w", err)
 	}
