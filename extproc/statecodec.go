@@ -3,6 +3,7 @@ package extproc
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -15,7 +16,8 @@ import (
 // pays a seal and an open (and every redirect two more), and on open that codec allocates
 // each string and message separately: about 45 allocations for a redirect's state. Here an
 // open makes a handful: every string is a substring of one copy of the plaintext, every
-// header value a sub-slice of one buffer, and the messages of a kind share one slab.
+// header value a sub-slice of one buffer (the same allocation, after the copy), and the
+// messages of a kind share one slab.
 //
 // The bytes are protobuf-go's own: fields in number order, zero values of implicit-presence
 // fields left out, unknown fields kept and written back (a state sealed by a newer replica
@@ -177,7 +179,7 @@ const (
 
 func tagOf(n protowire.Number, t uint64) uint64 { return uint64(n)<<3 | t }
 
-// stateDecoder reads one plaintext: str is the plaintext as a string (the strings'
+// stateDecoder reads one plaintext: str is the plaintext's copy as a string (the strings'
 // backing), vals the header values' backing.
 type stateDecoder struct {
 	data []byte
@@ -318,7 +320,15 @@ func decodeState(data []byte) (*statev1.State, error) {
 	if count.err != nil {
 		return nil, count.err
 	}
-	d := stateDecoder{data: data[:len(data):len(data)], str: string(data)}
+	// One allocation backs the strings (a copy of data, as a string) and, after it, the header
+	// values. unsafe.String is sound here: nothing writes the copy once made, as no slice of
+	// it leaves this function; the values' region after it is handed out with capped capacity.
+	backing := make([]byte, len(data), len(data)+headerBytes)
+	copy(backing, data)
+	d := stateDecoder{data: data[:len(data):len(data)], vals: backing[len(data):len(data)]}
+	if len(data) > 0 {
+		d.str = unsafe.String(&backing[0], len(data))
+	}
 	slab := &stateSlab{}
 	st := &slab.st
 	attempts := make([]statev1.Attempt, nAttempts)
@@ -332,7 +342,6 @@ func decodeState(data []byte) (*statev1.State, error) {
 	}
 	if nHeaders > 0 {
 		st.ClientHeaders = make([]*statev1.Header, 0, nHeaders)
-		d.vals = make([]byte, 0, headerBytes)
 	}
 	var unknown []byte
 	r := fieldReader{rest: d.data}

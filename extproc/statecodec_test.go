@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -196,6 +197,33 @@ func TestDecodeStateHeaderValuesDoNotShareCapacity(t *testing.T) {
 	st.ClientHeaders[0].Value = append(st.ClientHeaders[0].Value, "-appended"...)
 	if got := string(st.ClientHeaders[1].Value); got != before {
 		t.Fatalf("appending to one header value changed the next: %q, was %q", got, before)
+	}
+}
+
+// The strings and the header values share one allocation: writing into every value, and
+// appending to the last, leaves every string of the state as it was.
+func TestDecodeStateHeaderValuesDoNotShareStrings(t *testing.T) {
+	st, err := decodeState(protoBytes(t, sampleState()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range st.ClientHeaders {
+		h.Value = nil // compare the strings only
+	}
+	want := prototext.Format(st)
+	st, _ = decodeState(protoBytes(t, sampleState()))
+	for _, h := range st.ClientHeaders {
+		for i := range h.Value {
+			h.Value[i] = 'X'
+		}
+	}
+	last := st.ClientHeaders[len(st.ClientHeaders)-1]
+	last.Value = append(last.Value, strings.Repeat("Y", 64)...)
+	for _, h := range st.ClientHeaders {
+		h.Value = nil
+	}
+	if got := prototext.Format(st); got != want {
+		t.Fatalf("writing into header values changed the state's strings:\n got %s\nwant %s", got, want)
 	}
 }
 
