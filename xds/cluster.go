@@ -2,6 +2,7 @@ package xds
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -107,6 +108,7 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 		Name:                          name,
 		ClusterDiscoveryType:          &clusterv3.Cluster_Type{Type: discoveryType(up.host, tHost)},
 		ConnectTimeout:                durationpb.New(o.ConnectTimeout),
+		CircuitBreakers:               trampolineRetries(),
 		TypedExtensionProtocolOptions: map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(attemptProtocolOptions(o))},
 		LoadAssignment: &endpointv3.ClusterLoadAssignment{
 			ClusterName: name,
@@ -134,6 +136,20 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 		c.TransportSocketMatches = tlsMatches(up, o)
 	}
 	return c, nil
+}
+
+// trampolineRetries lifts Envoy's bound on a cluster's concurrent retries: circuit_breakers
+// max_retries, 3 by default, beyond which RetryStateImpl::shouldRetry answers NoOverflow
+// (source/common/router/retry_state_impl.cc) and the client gets the connect failure's 503
+// instead of a failover. Every Envoy retry on a deployment cluster goes to the trampoline
+// (transport failures only, previous_priorities), at most one per attempt, so the bound
+// would only refuse failovers when a provider goes down under load. Istio's default for
+// maxRetries is the same 2^32-1.
+func trampolineRetries() *clusterv3.CircuitBreakers {
+	return &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
+		Priority:   corev3.RoutingPriority_DEFAULT,
+		MaxRetries: wrapperspb.UInt32(math.MaxUint32),
+	}}}
 }
 
 // discoveryType is STATIC when every endpoint is an IP literal, else STRICT_DNS. Not

@@ -175,6 +175,47 @@ func testConnectionRefusedGoesThroughTrampoline(t *testing.T, xdsMode bool) {
 	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("a", "b") == 0 })
 }
 
+// A deployment that goes down under load: every request that tried it reaches the trampoline
+// and fails over, however many are retrying at once. Envoy bounds a cluster's concurrent
+// retries by circuit_breakers max_retries, 3 by default (RetryStateImpl::shouldRetry answers
+// NoOverflow beyond it, and the client gets the connect failure's 503), so the deployment
+// clusters lift that bound for the trampoline's retry.
+func TestConcurrentConnectFailuresAllReachTheTrampoline(t *testing.T) {
+	forModes(t, testConcurrentConnectFailuresAllReachTheTrampoline)
+}
+
+func testConcurrentConnectFailuresAllReachTheTrampoline(t *testing.T, xdsMode bool) {
+	g := startGateway(t, twoDeployments(deployment{Down: true}), gatewayOptions{xds: xdsMode, settings: priceBased()})
+	const n = 24
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			res, err := g.openai().Chat.Completions.New(ctxT(t), chat("gpt-4o"))
+			if err == nil && res.Choices[0].Message.Content == "" {
+				err = errors.New("empty answer")
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	failed := 0
+	for range n {
+		if err := <-errs; err != nil {
+			failed++
+			t.Log(err)
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d concurrent requests failed instead of failing over", failed, n)
+	}
+	if got := g.served(); got["b"] != n {
+		t.Errorf("served %v, want b %d times", got, n)
+	}
+	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("a", "b") == 0 })
+}
+
 func TestResetBeforeHeadersGoesThroughTrampoline(t *testing.T) {
 	g := startGateway(t, twoDeployments(deployment{}), gatewayOptions{settings: priceBased()})
 	res, err := g.openai(option.WithHeader(fakeprovider.FaultHeader, "server=a; reset")).Chat.Completions.New(ctxT(t), chat("gpt-4o"))
