@@ -233,6 +233,11 @@ var supportedFields = setOf(
 	"envoy.config.cluster.v3.CircuitBreakers.thresholds",
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.priority",
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_retries",
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_pending_requests",
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_requests",
+	// Not enforced: envoysim dials one connection per attempt (and one per gRPC cluster),
+	// so it never holds more connections than pending plus active requests.
+	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_connections",
 	"envoy.config.core.v3.TransportSocket.name",
 	"envoy.config.core.v3.TransportSocket.typed_config",
 	"envoy.config.core.v3.Metadata.filter_metadata",

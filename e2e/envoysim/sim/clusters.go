@@ -60,9 +60,11 @@ type cluster struct {
 	hasFilterConfig bool
 	maxRetries      int64
 	activeRetries   atomic.Int64
-	metadata        *corev3.Metadata
-	network         string
-	hosts           atomic.Pointer[hostSet]
+	// The DEFAULT priority's pending and active request limits (resources.go).
+	pending, requests resource
+	metadata          *corev3.Metadata
+	network           string
+	hosts             atomic.Pointer[hostSet]
 }
 
 // buildCluster compiles a cluster, rejecting what envoysim does not implement the way
@@ -74,6 +76,8 @@ func (s *Sim) buildCluster(pb *clusterv3.Cluster, static bool) (*cluster, error)
 		static:         static,
 		connectTimeout: 5 * time.Second, // Cluster.connect_timeout default
 		maxRetries:     3,               // CircuitBreakers.Thresholds.max_retries default
+		pending:        resource{max: defaultResourceMax},
+		requests:       resource{max: defaultResourceMax},
 		metadata:       pb.GetMetadata(),
 		network:        "tcp",
 	}
@@ -115,8 +119,17 @@ func (s *Sim) buildCluster(pb *clusterv3.Cluster, static bool) (*cluster, error)
 		c.network = "tcp6"
 	}
 	for _, t := range pb.GetCircuitBreakers().GetThresholds() {
-		if t.GetPriority() == corev3.RoutingPriority_DEFAULT && t.GetMaxRetries() != nil {
+		if t.GetPriority() != corev3.RoutingPriority_DEFAULT {
+			continue
+		}
+		if t.GetMaxRetries() != nil {
 			c.maxRetries = int64(t.GetMaxRetries().GetValue())
+		}
+		if t.GetMaxPendingRequests() != nil {
+			c.pending.max = int64(t.GetMaxPendingRequests().GetValue())
+		}
+		if t.GetMaxRequests() != nil {
+			c.requests.max = int64(t.GetMaxRequests().GetValue())
 		}
 	}
 	if err := upstreamtls.ValidateCluster(pb); err != nil {

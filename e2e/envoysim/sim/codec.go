@@ -56,6 +56,10 @@ func dial(ctx context.Context, h *host) dialResult {
 	return dialResult{conn: tc}
 }
 
+var errOverflow = errors.New("circuit breaker overflow")
+
+func overflowed() dialResult { return dialResult{err: errOverflow, reason: resetOverflow} }
+
 // dialFailure maps a failed connect to ConnectionPool::PoolFailureReason: timeout →
 // connection timeout, anything else → remote connection failure with Envoy's
 // transport failure reason ("delayed connect error: 111" for a refused connection).
@@ -124,16 +128,33 @@ func (o *oneConn) close() {
 // acceptDataFromRouter, and onPoolFailure → onResetStream comes in a later event, so
 // an upstream ext_proc has opened its stream and sent request_headers before the
 // attempt is reset and its stream cancelled.
+//
+// The request is pending while its connection is being made and active once it is attached
+// to it, each within the cluster's circuit breaker (max_pending_requests, max_requests); past
+// either the pool fails with PoolFailureReason::Overflow (ConnPoolImplBase::newStreamImpl,
+// attachStreamToClient), which the router does not retry.
 func (cd *codec) run() {
 	u := cd.u
+	c := u.host.cluster
 	dialed := make(chan dialResult, 1)
-	u.st.go_(func() { dialed <- dial(u.ctx, u.host) })
+	var pending, active bool
+	if pending = c.pending.acquire(); pending {
+		u.st.go_(func() { dialed <- dial(u.ctx, u.host) })
+	} else {
+		dialed <- overflowed()
+	}
 	var oc *oneConn
 	var reqHeaders *stream.Headers
 	var reqEnd, sent bool
 	var failed *dialResult
 	body := stream.NewQueue[stream.Frame]()
 	defer func() {
+		if pending {
+			c.pending.release()
+		}
+		if active {
+			c.requests.release()
+		}
 		if oc != nil {
 			oc.close()
 		}
@@ -143,6 +164,16 @@ func (cd *codec) run() {
 		case <-u.ctx.Done():
 			return
 		case res := <-dialed:
+			if pending {
+				c.pending.release()
+				pending = false
+			}
+			if res.err == nil {
+				if active = c.requests.acquire(); !active {
+					_ = res.conn.Close()
+					res = overflowed()
+				}
+			}
 			if res.err != nil {
 				failed = &res
 				u.event(attemptEvent{kind: evPoolFailed})

@@ -19,15 +19,17 @@ type grpcConns struct {
 }
 
 type grpcConn struct {
-	cc *grpc.ClientConn
+	cc      *grpc.ClientConn
+	limited limitedConn
 }
 
-func (g *grpcConns) get(clusterName, authority string) (*grpc.ClientConn, error) {
+// get returns the cluster's connection, its streams within the cluster's max_requests.
+func (g *grpcConns) get(clusterName, authority string) (grpc.ClientConnInterface, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	key := clusterName + "|" + authority
 	if c, ok := g.conns[key]; ok {
-		return c.cc, nil
+		return c.limited, nil
 	}
 	c := g.s.cm.get(clusterName)
 	if c == nil {
@@ -56,8 +58,9 @@ func (g *grpcConns) get(clusterName, authority string) (*grpc.ClientConn, error)
 	if err != nil {
 		return nil, fmt.Errorf("gRPC cluster %q: %w", clusterName, err)
 	}
-	g.conns[key] = &grpcConn{cc: cc}
-	return cc, nil
+	gc := &grpcConn{cc: cc, limited: limitedConn{ClientConnInterface: cc, requests: &c.requests}}
+	g.conns[key] = gc
+	return gc.limited, nil
 }
 
 func (g *grpcConns) closeAll() {

@@ -361,6 +361,7 @@ type cfg struct {
 	bufferLimit int
 	extraTop    string
 	hcm         []string // extra HttpConnectionManager fields, one YAML line each
+	procCluster string   // extra fields of the extproc cluster
 }
 
 func (c cfg) yaml() string {
@@ -402,9 +403,11 @@ func (c cfg) yaml() string {
 	if procAddr == "" {
 		procAddr = "127.0.0.1:1"
 	}
-	fmt.Fprintf(&b, "  - %s\n", clusterYAML("extproc",
-		`typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http2_protocol_options: {}}}}`,
-		[]string{endpointYAML(procAddr, "")}))
+	procExtra := `typed_extension_protocol_options: {envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {"@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions, explicit_http_config: {http2_protocol_options: {}}}}`
+	if c.procCluster != "" {
+		procExtra += ", " + c.procCluster
+	}
+	fmt.Fprintf(&b, "  - %s\n", clusterYAML("extproc", procExtra, []string{endpointYAML(procAddr, "")}))
 	for _, cl := range c.clusters {
 		fmt.Fprintf(&b, "  - %s\n", cl)
 	}
