@@ -108,7 +108,7 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 		Name:                          name,
 		ClusterDiscoveryType:          &clusterv3.Cluster_Type{Type: discoveryType(up.host, tHost)},
 		ConnectTimeout:                durationpb.New(o.ConnectTimeout),
-		CircuitBreakers:               trampolineRetries(),
+		CircuitBreakers:               liftedCircuitBreakers(),
 		TypedExtensionProtocolOptions: map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(attemptProtocolOptions(o))},
 		LoadAssignment: &endpointv3.ClusterLoadAssignment{
 			ClusterName: name,
@@ -138,17 +138,28 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 	return c, nil
 }
 
-// trampolineRetries lifts Envoy's bound on a cluster's concurrent retries: circuit_breakers
-// max_retries, 3 by default, beyond which RetryStateImpl::shouldRetry answers NoOverflow
-// (source/common/router/retry_state_impl.cc) and the client gets the connect failure's 503
-// instead of a failover. Every Envoy retry on a deployment cluster goes to the trampoline
-// (transport failures only, previous_priorities), at most one per attempt, so the bound
-// would only refuse failovers when a provider goes down under load. Istio's default for
-// maxRetries is the same 2^32-1.
-func trampolineRetries() *clusterv3.CircuitBreakers {
+// liftedCircuitBreakers lifts Envoy's per-cluster circuit breakers (the DEFAULT priority's
+// thresholds, api/envoy/config/cluster/v3/circuit_breaker.proto): by default 1,024
+// connections, pending requests and requests, and 3 retries. switchyard's own admission
+// (circuits, in-flight counts, budgets) governs the providers, and Envoy's overload manager
+// protects Envoy; Envoy's defaults would only fail requests that switchyard admitted:
+//   - a request holds its cluster's request (and an ext_proc stream, its ext_proc cluster's)
+//     for its whole life, and an LLM stream lasts minutes: past 1,024 the pool fails the next
+//     with Overflow (ConnPoolImplBase::attachStreamToClient, source/common/conn_pool/
+//     conn_pool_base.cc), a 503 the router never retries, so it never fails over;
+//   - every retry on a deployment cluster goes to the trampoline, at most one per attempt,
+//     and past max_retries RetryStateImpl::shouldRetry answers NoOverflow
+//     (source/common/router/retry_state_impl.cc): the client gets the connect failure's 503.
+//
+// Istio's defaults for all four are the same 2^32-1.
+func liftedCircuitBreakers() *clusterv3.CircuitBreakers {
+	unlimited := wrapperspb.UInt32(math.MaxUint32)
 	return &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
-		Priority:   corev3.RoutingPriority_DEFAULT,
-		MaxRetries: wrapperspb.UInt32(math.MaxUint32),
+		Priority:           corev3.RoutingPriority_DEFAULT,
+		MaxConnections:     unlimited,
+		MaxPendingRequests: unlimited,
+		MaxRequests:        unlimited,
+		MaxRetries:         unlimited,
 	}}}
 }
 
