@@ -253,14 +253,16 @@ func (d *stateDecoder) string(val []byte) string {
 }
 
 // fieldReader walks the fields of one message: after each next, tag and v or val hold the
-// field (as readField reads it) and field its whole encoding. A plain loop over it rather
-// than a callback per field: the decoder's switches stay inline.
+// field (as readField reads it) and field its whole encoding; unknown collects the fields
+// the decoder keeps (keepUnknown). A plain loop over it rather than a callback per field:
+// the decoder's switches stay inline.
 type fieldReader struct {
-	rest   []byte
-	field  []byte
-	tag, v uint64
-	val    []byte
-	err    error
+	rest    []byte
+	field   []byte
+	tag, v  uint64
+	val     []byte
+	unknown []byte
+	err     error
 }
 
 func (r *fieldReader) next() bool {
@@ -292,11 +294,20 @@ func (r *fieldReader) next() bool {
 	return true
 }
 
-// keepUnknown appends the reader's field to unknown as proto.Unmarshal keeps a field it does
-// not know or whose wire type differs: the tag re-encoded minimally, the value as read.
-func (r *fieldReader) keepUnknown(unknown []byte) []byte {
+// keepUnknown keeps the reader's field as proto.Unmarshal keeps a field it does not know or
+// whose wire type differs: the tag re-encoded minimally, the value as read.
+func (r *fieldReader) keepUnknown() {
 	num, typ, tn := protowire.ConsumeTag(r.field)
-	return append(protowire.AppendTag(unknown, num, typ), r.field[tn:]...)
+	r.unknown = append(protowire.AppendTag(r.unknown, num, typ), r.field[tn:]...)
+}
+
+// finish gives m the unknown fields kept, once the message is read, and returns the reader's
+// error.
+func (r *fieldReader) finish(m protoreflect.ProtoMessage) error {
+	if r.err == nil && len(r.unknown) > 0 {
+		m.ProtoReflect().SetUnknown(r.unknown)
+	}
+	return r.err
 }
 
 // decodeState parses a state's protobuf encoding with proto.Unmarshal's semantics: the last
@@ -343,7 +354,6 @@ func decodeState(data []byte) (*statev1.State, error) {
 	if nHeaders > 0 {
 		st.ClientHeaders = make([]*statev1.Header, 0, nHeaders)
 	}
-	var unknown []byte
 	r := fieldReader{rest: d.data}
 	for r.next() {
 		var err error
@@ -386,21 +396,19 @@ func decodeState(data []byte) (*statev1.State, error) {
 		case tagOf(fState_Redirects, tVarint):
 			st.Redirects = uint32(r.v)
 		default:
-			unknown = r.keepUnknown(unknown)
+			r.keepUnknown()
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	if r.err != nil {
-		return nil, r.err
+	if err := r.finish(st); err != nil {
+		return nil, err
 	}
-	setUnknown(st, unknown)
 	return st, nil
 }
 
 func (d *stateDecoder) attempt(a *statev1.Attempt, b []byte) error {
-	var unknown []byte
 	r := fieldReader{rest: b}
 	for r.next() {
 		switch r.tag {
@@ -439,15 +447,13 @@ func (d *stateDecoder) attempt(a *statev1.Attempt, b []byte) error {
 		case tagOf(fAttempt_AllOpenTry, tVarint):
 			a.AllOpenTry = r.v != 0
 		default:
-			unknown = r.keepUnknown(unknown)
+			r.keepUnknown()
 		}
 	}
-	setUnknown(a, unknown)
-	return r.err
+	return r.finish(a)
 }
 
 func (d *stateDecoder) skip(s *statev1.Skip, b []byte) error {
-	var unknown []byte
 	r := fieldReader{rest: b}
 	for r.next() {
 		switch r.tag {
@@ -458,15 +464,13 @@ func (d *stateDecoder) skip(s *statev1.Skip, b []byte) error {
 		case tagOf(fSkip_Reason, tBytes):
 			s.Reason = d.string(r.val)
 		default:
-			unknown = r.keepUnknown(unknown)
+			r.keepUnknown()
 		}
 	}
-	setUnknown(s, unknown)
-	return r.err
+	return r.finish(s)
 }
 
 func (d *stateDecoder) header(h *statev1.Header, b []byte) error {
-	var unknown []byte
 	r := fieldReader{rest: b}
 	for r.next() {
 		switch r.tag {
@@ -478,17 +482,15 @@ func (d *stateDecoder) header(h *statev1.Header, b []byte) error {
 			d.vals = append(d.vals, r.val...)
 			h.Value = d.vals[at:len(d.vals):len(d.vals)]
 		default:
-			unknown = r.keepUnknown(unknown)
+			r.keepUnknown()
 		}
 	}
-	setUnknown(h, unknown)
-	return r.err
+	return r.finish(h)
 }
 
 func (d *stateDecoder) current(c *statev1.Current, b []byte) error {
 	// A repeated Current merges, its unknown fields too.
-	unknown := c.ProtoReflect().GetUnknown()
-	r := fieldReader{rest: b}
+	r := fieldReader{rest: b, unknown: c.ProtoReflect().GetUnknown()}
 	for r.next() {
 		switch r.tag {
 		case tagOf(fCurrent_DeploymentId, tBytes):
@@ -514,15 +516,8 @@ func (d *stateDecoder) current(c *statev1.Current, b []byte) error {
 		case tagOf(fCurrent_ReasonFrom, tBytes):
 			c.ReasonFrom = d.string(r.val)
 		default:
-			unknown = r.keepUnknown(unknown)
+			r.keepUnknown()
 		}
 	}
-	setUnknown(c, unknown)
-	return r.err
-}
-
-func setUnknown(m protoreflect.ProtoMessage, raw []byte) {
-	if len(raw) > 0 {
-		m.ProtoReflect().SetUnknown(raw)
-	}
+	return r.finish(c)
 }
