@@ -35,21 +35,8 @@ func TestRateLimitCoolsTheDomainAndServesElsewhere(t *testing.T) {
 	if got := g.served(); got["a"] != 1 || got["b"] != 2 {
 		t.Errorf("served %v, want a skipped while rate limited", got)
 	}
-	st, _, err := g.replicas[0].router.Status(context.Background(), "gpt-4o")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, s := range st {
-		if s.ID == "a" {
-			found = true
-			if s.State != "rate_limited" || s.RetryAfterMs < 25_000 {
-				t.Errorf("a: %+v", s)
-			}
-		}
-	}
-	if !found {
-		t.Fatalf("no status for a: %+v", st)
+	if s := g.deploymentStatus(0, "gpt-4o", "a"); s.State != "rate_limited" || s.RetryAfterMs < 25_000 {
+		t.Errorf("a: %+v", s)
 	}
 }
 
@@ -64,21 +51,8 @@ func TestUnauthorizedQuarantines(t *testing.T) {
 	if got := g.served(); got["a"] != 1 || got["b"] != 2 {
 		t.Errorf("served %v, want a quarantined after its 401", got)
 	}
-	st, _, err := g.replicas[0].router.Status(context.Background(), "gpt-4o")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, s := range st {
-		if s.ID == "a" {
-			found = true
-			if s.State != "cooldown" || s.RetryAfterMs < 250_000 {
-				t.Errorf("a after a 401: %+v, want a configuration quarantine (300 s)", s)
-			}
-		}
-	}
-	if !found {
-		t.Errorf("no status for a in %+v", st)
+	if s := g.deploymentStatus(0, "gpt-4o", "a"); s.State != "cooldown" || s.RetryAfterMs < 250_000 {
+		t.Errorf("a after a 401: %+v, want a configuration quarantine (300 s)", s)
 	}
 }
 

@@ -429,6 +429,23 @@ func (g *gateway) served() map[string]int {
 	return out
 }
 
+// deploymentStatus is replica's status view (SPEC §10.3) of deployment id of model; the
+// test fails when the deployment is missing from it.
+func (g *gateway) deploymentStatus(replica int, model, id string) routing.DeploymentStatus {
+	g.t.Helper()
+	st, _, err := g.replicas[replica].router.Status(context.Background(), model)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.ID == id {
+			return s
+		}
+	}
+	g.t.Fatalf("no status for %s in %+v", id, st)
+	return routing.DeploymentStatus{}
+}
+
 // inFlight sums the in-flight attempts of every deployment in the shared store.
 func (g *gateway) inFlight(ids ...string) int64 {
 	g.t.Helper()

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/openai/openai-go/v3/option"
@@ -64,16 +63,8 @@ func testTwoReplicasShareRedis(t *testing.T, xdsMode bool) {
 		if vs := g.versions(); vs[0] == 0 || vs[0] != vs[1] {
 			t.Errorf("replica versions %v, want one version on both", vs)
 		}
-		st, _, err := g.replicas[1].router.Status(context.Background(), "gpt-4o")
-		if err != nil {
-			t.Fatal(err)
-		}
-		open := false
-		for _, s := range st {
-			open = open || (s.ID == "a" && s.State == "cooldown")
-		}
-		if !open {
-			t.Errorf("replica 1 sees a as %+v, want its circuit open", st)
+		if s := g.deploymentStatus(1, "gpt-4o", "a"); s.State != "cooldown" {
+			t.Errorf("replica 1 sees a as %+v, want its circuit open", s)
 		}
 	}
 	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("a", "b") == 0 })
