@@ -49,28 +49,42 @@ func (c responseCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok || resp.DynamicMetadata == nil {
 		return c.base.Marshal(v)
 	}
-	b, err := marshalResponse(resp)
-	if err != nil {
-		return nil, err
-	}
-	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	return marshalResponse(resp)
 }
 
 func (c responseCodec) Unmarshal(data mem.BufferSlice, v any) error { return c.base.Unmarshal(data, v) }
 
 // marshalResponse encodes resp with its dynamic metadata written by appendStruct. A
-// protobuf parser takes a message's fields in any order, so the metadata goes last.
-func marshalResponse(resp *extprocv3.ProcessingResponse) ([]byte, error) {
+// protobuf parser takes a message's fields in any order, so the metadata goes first and the
+// rest, which can hold a whole request or response body, is marshalled once after it. As in
+// gRPC's codec, a large answer goes into a buffer of gRPC's pool, which gRPC returns once
+// the message is written.
+func marshalResponse(resp *extprocv3.ProcessingResponse) (mem.BufferSlice, error) {
 	md := resp.DynamicMetadata
+	meta, at := beginMessage(make([]byte, 0, 1024), fieldDynamicMetadata)
+	meta = endMessage(appendStruct(meta, md), at)
 	// The answer is built for this one send, by the goroutine sending it.
 	resp.DynamicMetadata = nil
-	b, err := proto.MarshalOptions{}.MarshalAppend(make([]byte, 0, 1024), resp)
-	resp.DynamicMetadata = md
+	defer func() { resp.DynamicMetadata = md }()
+	size := len(meta) + proto.Size(resp)
+	// UseCachedSize: proto.Size just sized resp, which nothing changes meanwhile.
+	opts := proto.MarshalOptions{UseCachedSize: true}
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b, err := opts.MarshalAppend(meta, resp)
+		if err != nil {
+			return nil, fmt.Errorf("marshalling an ext_proc answer: %w", err)
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	pool := mem.DefaultBufferPool()
+	buf := pool.Get(size)
+	b, err := opts.MarshalAppend(append((*buf)[:0], meta...), resp)
 	if err != nil {
+		pool.Put(buf)
 		return nil, fmt.Errorf("marshalling an ext_proc answer: %w", err)
 	}
-	b, at := beginMessage(b, fieldDynamicMetadata)
-	return endMessage(appendStruct(b, md), at), nil
+	*buf = b
+	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
 }
 
 // google.protobuf.Struct, Value and ListValue field numbers (struct.proto).
