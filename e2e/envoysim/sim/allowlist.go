@@ -235,8 +235,8 @@ var supportedFields = setOf(
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_retries",
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_pending_requests",
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_requests",
-	// Not enforced: envoysim dials one connection per attempt (and one per gRPC cluster),
-	// so it never holds more connections than pending plus active requests.
+	// Not enforced, a lowered value is silently ignored: envoysim dials one connection per
+	// attempt (and one per gRPC cluster). Envoy queues a request past it as pending.
 	"envoy.config.cluster.v3.CircuitBreakers.Thresholds.max_connections",
 	"envoy.config.core.v3.TransportSocket.name",
 	"envoy.config.core.v3.TransportSocket.typed_config",

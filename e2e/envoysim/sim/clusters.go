@@ -58,13 +58,11 @@ type cluster struct {
 	// upstream_http_filters then apply).
 	upstreamFilters []*httpFilter
 	hasFilterConfig bool
-	maxRetries      int64
-	activeRetries   atomic.Int64
-	// The DEFAULT priority's pending and active request limits (resources.go).
-	pending, requests resource
-	metadata          *corev3.Metadata
-	network           string
-	hosts             atomic.Pointer[hostSet]
+	// The DEFAULT priority's circuit breakers (resources.go).
+	pending, requests, retries resource
+	metadata                   *corev3.Metadata
+	network                    string
+	hosts                      atomic.Pointer[hostSet]
 }
 
 // buildCluster compiles a cluster, rejecting what envoysim does not implement the way
@@ -75,9 +73,9 @@ func (s *Sim) buildCluster(pb *clusterv3.Cluster, static bool) (*cluster, error)
 		pb:             pb,
 		static:         static,
 		connectTimeout: 5 * time.Second, // Cluster.connect_timeout default
-		maxRetries:     3,               // CircuitBreakers.Thresholds.max_retries default
 		pending:        resource{max: defaultResourceMax},
 		requests:       resource{max: defaultResourceMax},
+		retries:        resource{max: defaultMaxRetries},
 		metadata:       pb.GetMetadata(),
 		network:        "tcp",
 	}
@@ -118,12 +116,14 @@ func (s *Sim) buildCluster(pb *clusterv3.Cluster, static bool) (*cluster, error)
 	case clusterv3.Cluster_V6_ONLY:
 		c.network = "tcp6"
 	}
+	// "If multiple Thresholds are defined with the same RoutingPriority, the first one in
+	// the list is used" (circuit_breaker.proto).
 	for _, t := range pb.GetCircuitBreakers().GetThresholds() {
 		if t.GetPriority() != corev3.RoutingPriority_DEFAULT {
 			continue
 		}
 		if t.GetMaxRetries() != nil {
-			c.maxRetries = int64(t.GetMaxRetries().GetValue())
+			c.retries.max = int64(t.GetMaxRetries().GetValue())
 		}
 		if t.GetMaxPendingRequests() != nil {
 			c.pending.max = int64(t.GetMaxPendingRequests().GetValue())
@@ -131,6 +131,7 @@ func (s *Sim) buildCluster(pb *clusterv3.Cluster, static bool) (*cluster, error)
 		if t.GetMaxRequests() != nil {
 			c.requests.max = int64(t.GetMaxRequests().GetValue())
 		}
+		break
 	}
 	if err := upstreamtls.ValidateCluster(pb); err != nil {
 		return nil, err

@@ -13,8 +13,8 @@ import (
 // resource imitates one limit of Upstream::ResourceManagerImpl
 // (source/common/upstream/resource_manager_impl.h): a count that canCreate refuses to
 // raise past max. A cluster's circuit_breakers thresholds for the DEFAULT routing priority
-// set max_pending_requests and max_requests (1024 each by default,
-// api/envoy/config/cluster/v3/circuit_breaker.proto); max_retries is retry.go's.
+// set max_pending_requests, max_requests (1024 each by default) and max_retries (3; held
+// by retry.go), api/envoy/config/cluster/v3/circuit_breaker.proto.
 type resource struct {
 	max   int64
 	count atomic.Int64
@@ -35,7 +35,10 @@ func (r *resource) acquire() bool {
 
 func (r *resource) release() { r.count.Add(-1) }
 
-const defaultResourceMax = 1024 // Thresholds.max_pending_requests and max_requests
+const (
+	defaultResourceMax = 1024 // Thresholds.max_pending_requests and max_requests
+	defaultMaxRetries  = 3    // Thresholds.max_retries
+)
 
 // overflowStatus is what Envoy's gRPC async client reports for a stream its cluster
 // refuses: the router's local reply to the overflow, a 503 that Grpc::Utility maps to

@@ -225,7 +225,7 @@ func (rs *retryState) enabled() bool { return rs != nil && rs.retryOn != 0 }
 // retry decision or the end of the request.
 func (rs *retryState) release() {
 	if rs != nil && rs.holdsResource {
-		rs.cluster.activeRetries.Add(-1)
+		rs.cluster.retries.release()
 		rs.holdsResource = false
 	}
 }
@@ -240,10 +240,9 @@ func (rs *retryState) shouldRetry(would bool) retryStatus {
 		return retryNoLimitExceeded
 	}
 	rs.remaining--
-	if rs.cluster.activeRetries.Load() >= rs.cluster.maxRetries {
+	if !rs.cluster.retries.acquire() {
 		return retryNoOverflow
 	}
-	rs.cluster.activeRetries.Add(1)
 	rs.holdsResource = true
 	return retryYes
 }
