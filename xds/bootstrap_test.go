@@ -12,6 +12,7 @@ import (
 	"text/template"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/extproc"
@@ -41,6 +42,20 @@ func TestShippedBootstraps(t *testing.T) {
 			}
 			if err := bs.ValidateAll(); err != nil {
 				t.Fatal(err)
+			}
+			// switchyard's own static clusters lift Envoy's circuit breakers as the xDS
+			// deployment clusters do (docs/xds.md, "circuit_breakers").
+			lifted := 0
+			for _, c := range bs.GetStaticResources().GetClusters() {
+				if n := c.GetName(); strings.HasPrefix(n, "switchyard_extproc") || strings.HasPrefix(n, extproc.ClusterName("")) {
+					lifted++
+					if !proto.Equal(c.GetCircuitBreakers(), liftedCircuitBreakers()) {
+						t.Errorf("cluster %s: circuit_breakers %v, want %v", n, c.GetCircuitBreakers(), liftedCircuitBreakers())
+					}
+				}
+			}
+			if lifted == 0 {
+				t.Error("no switchyard_extproc or deployment cluster")
 			}
 			if a := bs.GetAdmin().GetAddress().GetSocketAddress(); a != nil {
 				a.PortSpecifier = &corev3.SocketAddress_PortValue{}
@@ -98,7 +113,7 @@ func renderStaticTemplate(t *testing.T, path string) []byte {
 		"ConnectTimeout": "1s",
 		"ExtProc":        endpoint{Host: "127.0.0.1", Port: 9002},
 		"AttemptExtProc": endpoint{Host: "127.0.0.1", Port: 9002},
-		"AttemptCluster": DefaultExtProcCluster,
+		"AttemptCluster": DefaultExtProcCluster + "_attempt", // renders the second ext_proc cluster too
 		"Trampoline":     endpoint{Host: "127.0.0.1", Port: 9003},
 		"Deployments":    []endpoint{{ID: "a", Host: "127.0.0.1", Port: 18081}},
 	})

@@ -142,7 +142,8 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 // thresholds, api/envoy/config/cluster/v3/circuit_breaker.proto): by default 1,024
 // connections, pending requests and requests, and 3 retries. switchyard's own admission
 // (circuits, in-flight counts, budgets) governs the providers, and Envoy's overload manager
-// protects Envoy; Envoy's defaults would only fail requests that switchyard admitted:
+// protects Envoy; Envoy's defaults would only refuse requests that switchyard admitted
+// (past max_connections an HTTP/1 request first waits in the pending queue):
 //   - a request holds its cluster's request (and an ext_proc stream, its ext_proc cluster's)
 //     for its whole life, and an LLM stream lasts minutes: past 1,024 the pool fails the next
 //     with Overflow (ConnPoolImplBase::attachStreamToClient, source/common/conn_pool/
@@ -153,13 +154,12 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 //
 // Istio's defaults for all four are the same 2^32-1.
 func liftedCircuitBreakers() *clusterv3.CircuitBreakers {
-	unlimited := wrapperspb.UInt32(math.MaxUint32)
 	return &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
 		Priority:           corev3.RoutingPriority_DEFAULT,
-		MaxConnections:     unlimited,
-		MaxPendingRequests: unlimited,
-		MaxRequests:        unlimited,
-		MaxRetries:         unlimited,
+		MaxConnections:     wrapperspb.UInt32(math.MaxUint32),
+		MaxPendingRequests: wrapperspb.UInt32(math.MaxUint32),
+		MaxRequests:        wrapperspb.UInt32(math.MaxUint32),
+		MaxRetries:         wrapperspb.UInt32(math.MaxUint32),
 	}}}
 }
 
