@@ -87,7 +87,7 @@ type env struct {
 	st     store.Store // the API's replica
 	live   *config.Live
 	router *routing.Router // follows another replica
-	logs   *syncBuffer
+	logs   *testlog.Buffer
 	// bodies are every answer's body, checked for secrets at the end.
 	bodies []string
 }
@@ -121,7 +121,7 @@ func newEnv(t *testing.T, replica func() store.Store) *env {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	r := routing.New(live, other, routing.Options{})
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	h, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: v, ClientKeys: st,
 		Router: r, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
@@ -230,6 +230,3 @@ func (e *env) eventually(what string, cond func(*config.Snapshot) bool) {
 		time.Sleep(5 * time.Millisecond) // polling real I/O with a deadline
 	}
 }
-
-// syncBuffer is the tests' concurrent log sink.
-type syncBuffer = testlog.Buffer

@@ -46,16 +46,14 @@ func (v *fakeVerifier) called() int {
 }
 
 // keysRig is a rig whose route role checks keys with v; its logs go to the returned buffer.
-func keysRig(t *testing.T, v KeyVerifier) (*rig, *syncLog) {
+func keysRig(t *testing.T, v KeyVerifier) (*rig, *testlog.Buffer) {
 	t.Helper()
 	r := newRig(t)
 	r.srv.opts.ClientAuth = ClientAuth{Mode: ClientAuthKeys, Verifier: v}
-	logs := &syncLog{}
+	logs := &testlog.Buffer{}
 	r.srv.log = slog.New(slog.NewJSONHandler(logs, nil))
 	return r, logs
 }
-
-type syncLog = testlog.Buffer
 
 const anthropicJSON = `{"model":"gpt-4o","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`
 

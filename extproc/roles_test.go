@@ -610,7 +610,7 @@ func TestAttemptRoleStreamStallBeforeCommitFailsOver(t *testing.T) {
 	r := newRig(t)
 	fs := r.startStreamAttempt(t)
 	fs.in <- respBody(chunkRole, false)
-	fs.none(t)
+	// Nothing released: the role delta is held (the next answer being the 307 proves it).
 	r.waitTimer(t)
 	r.clock.Advance(601 * time.Second) // idleMs of the default text stream policy: 600 s
 	h := fs.next(t)

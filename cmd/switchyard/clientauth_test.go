@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 )
 
 // TestDataPlaneRefusesToStartWithoutClientAuth: with neither -client-auth keys nor envoy the
@@ -19,7 +20,7 @@ import (
 func TestDataPlaneRefusesToStartWithoutClientAuth(t *testing.T) {
 	for _, args := range [][]string{{}, {"-client-auth", "none"}} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		var logs syncBuffer
+		var logs testlog.Buffer
 		err := run(ctx, append([]string{"-config", writeConfig(t, "r1"), "-admin-listen", "127.0.0.1:0", "-operator-listen", "127.0.0.1:0",
 			"-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""}, args...),
 			func(string) string { return "" }, &logs, nil)
@@ -30,7 +31,7 @@ func TestDataPlaneRefusesToStartWithoutClientAuth(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := run(ctx, []string{"-config", writeConfig(t, "r1")}, func(string) string { return "" }, &syncBuffer{}, nil)
+	err := run(ctx, []string{"-config", writeConfig(t, "r1")}, func(string) string { return "" }, &testlog.Buffer{}, nil)
 	if want := "-client-auth is required: switchyard holds provider keys and must not be an open proxy"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("err %v, want it to start with %q", err, want)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 )
 
 // TestDataPlaneThroughTheBinary: the binary's ext_proc server and trampoline, behind
@@ -133,7 +134,7 @@ func TestStateKeysRequiredWithASharedStore(t *testing.T) {
 	in.stop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var logs syncBuffer
+	var logs testlog.Buffer
 	err := run(ctx, []string{"-config", writeConfig(t, "r1"), "-store", "redis", "-redis-addrs", redisServer.Addr(t),
 		"-client-auth", "envoy", "-admin-listen", "127.0.0.1:0", "-operator-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
 		func(string) string { return "" }, &logs, nil)
@@ -147,7 +148,7 @@ func TestStateKeysRequiredWithASharedStore(t *testing.T) {
 func TestMaxAttemptsMustFitTheRedirectBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var logs syncBuffer
+	var logs testlog.Buffer
 	err := run(ctx, []string{"-config", writeConfig(t, "r1"), "-max-internal-redirects", "2",
 		"-client-auth", "envoy", "-admin-listen", "127.0.0.1:0", "-operator-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
 		func(string) string { return "" }, &logs, nil)

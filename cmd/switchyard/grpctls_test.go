@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 )
 
 // grpcCall dials addr over TLS trusting ca (the system roots when ""), with the client
@@ -107,7 +109,7 @@ func TestGRPCListenersOverTLS(t *testing.T) {
 		defer cancel()
 		err := run(ctx, []string{"-config", writeConfig(t, "t1"), "-client-auth", "envoy", "-extproc-tls-cert", p.serverCert,
 			"-admin-listen", "127.0.0.1:0", "-operator-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0",
-			"-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""}, func(string) string { return "" }, &syncBuffer{}, nil)
+			"-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""}, func(string) string { return "" }, &testlog.Buffer{}, nil)
 		if err == nil || err.Error() != "-extproc-tls-cert and -extproc-tls-key go together" {
 			t.Fatalf("err %v", err)
 		}

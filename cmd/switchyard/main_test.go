@@ -26,7 +26,7 @@ type instance struct {
 	// extproc and trampoline are the data plane's listeners.
 	extproc, trampoline, xds string
 	live                     *config.Live // the configuration in force
-	logs                     *syncBuffer
+	logs                     *testlog.Buffer
 	cancel                   context.CancelFunc
 	done                     chan error
 }
@@ -43,7 +43,7 @@ func start(t *testing.T, args ...string) *instance {
 func startEnv(t *testing.T, extra map[string]string, args ...string) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	in := &instance{logs: &testlog.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan started, 1)
 	env := map[string]string{"SWITCHYARD_MASTER_KEY": "test-master-key", extproc.StateKeysEnv: testStateKey}
 	for k, v := range extra {
@@ -294,6 +294,3 @@ func TestRedisBackWithConfigurationIsNotOverwritten(t *testing.T) {
 		t.Fatalf("the late replica seeded its file over the shared configuration (%v)", err)
 	}
 }
-
-// syncBuffer is the tests' concurrent log sink.
-type syncBuffer = testlog.Buffer

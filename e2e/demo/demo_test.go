@@ -14,9 +14,6 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/testlog"
 )
 
-// syncBuffer collects what run prints while the test reads it.
-type syncBuffer = testlog.Buffer
-
 // TestDemo runs the demo as `make demo` does (switchyard built from source and run as a
 // child, envoysim on envoy/envoy.yaml fed by switchyard's xDS, the three fakes) on free
 // ports, sends requests through the gateway with the official openai-go SDK — an answer
@@ -30,7 +27,7 @@ func TestDemo(t *testing.T) {
 		"-xds-listen", free, "-admin-listen", free, "-operator-listen", free, "-openai-listen", free, "-azure-listen", free, "-anthropic-listen", free}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var out, errOut syncBuffer
+	var out, errOut testlog.Buffer
 	ready := make(chan addrs, 1)
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, &out, &errOut, ready) }()

@@ -6,7 +6,6 @@
 package gateway_test
 
 import (
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -49,26 +48,7 @@ func testMoreRequestsInFlightThanEnvoysDefaultCircuitBreakers(t *testing.T, xdsM
 	g := startGateway(t, []deployment{{ID: "a", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI, URL: ts.URL}},
 		gatewayOptions{xds: xdsMode})
 
-	errs := make(chan error, n)
-	for range n {
-		go func() {
-			res, err := g.openai().Chat.Completions.New(ctxT(t), chat("gpt-4o"))
-			if err == nil && res.Choices[0].Message.Content == "" {
-				err = errors.New("empty answer")
-			}
-			errs <- err
-		}()
-	}
-	var failed int
-	var first error
-	for range n {
-		if err := <-errs; err != nil {
-			if failed++; first == nil {
-				first = err
-			}
-		}
-	}
-	if failed > 0 || arrived.Load() != n {
+	if failed, first := g.concurrentChats(t, n, "gpt-4o"); failed > 0 || arrived.Load() != n {
 		t.Fatalf("%d of %d requests failed (first: %v); %d reached the provider", failed, n, first, arrived.Load())
 	}
 	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("a") == 0 })

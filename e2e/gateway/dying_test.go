@@ -26,13 +26,8 @@ import (
 // Fail-open lets the provider's answer through unprocessed.
 func TestAttemptRoleDiesBeforeTheResponse(t *testing.T) {
 	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI}}, gatewayOptions{})
-	done := make(chan sent, 1)
-	go func() {
-		start := time.Now()
-		resp, body, err := g.tryPost("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
-			map[string]string{fakeprovider.FaultHeader: "header-delay=1s"})
-		done <- sent{resp, body, err, time.Since(start)}
-	}()
+	done := g.postAsync("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{fakeprovider.FaultHeader: "header-delay=1s"})
 	eventually(t, "the provider call", func() bool { return len(g.fakes["oa"].Requests()) == 1 })
 	g.replicas[0].grpc.Stop()
 	r := awaitResult(t, done)
@@ -66,12 +61,7 @@ func TestAttemptRoleDiesDuringTheResponse(t *testing.T) {
 	srv := newLoopbackServer(t, slow)
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI, URL: srv, ResponseMs: 2000}}, gatewayOptions{})
-	done := make(chan sent, 1)
-	go func() {
-		start := time.Now()
-		resp, body, err := g.tryPost("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil)
-		done <- sent{resp, body, err, time.Since(start)}
-	}()
+	done := g.postAsync("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil)
 	eventually(t, "the first body chunk reaching the attempt role", func() bool {
 		return g.replicas[0].messages(extproc.RoleAttempt, "response_body") > 0
 	})
@@ -88,29 +78,38 @@ type result struct {
 	status int
 	body   []byte
 	took   time.Duration
+	err    error
+}
+
+// postAsync posts on another goroutine, timing the request.
+func (g *gateway) postAsync(path, body string, header map[string]string) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		start := time.Now()
+		resp, b, err := g.tryPost(path, body, header)
+		r := result{body: b, err: err, took: time.Since(start)}
+		if resp != nil {
+			r.status = resp.StatusCode
+		}
+		done <- r
+	}()
+	return done
 }
 
 // awaitResult waits for the request, failing the test (never hanging it) when it erred or
 // did not return.
-func awaitResult(t *testing.T, done <-chan sent) result {
+func awaitResult(t *testing.T, done <-chan result) result {
 	t.Helper()
 	select {
-	case s := <-done:
-		if s.err != nil {
-			t.Fatal(s.err)
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
 		}
-		return result{s.resp.StatusCode, s.body, s.took}
+		return r
 	case <-time.After(wait):
 		t.Fatal("the client did not return")
 	}
 	return result{}
-}
-
-type sent struct {
-	resp *http.Response
-	body []byte
-	err  error
-	took time.Duration
 }
 
 func newLoopbackServer(t *testing.T, h http.Handler) string {

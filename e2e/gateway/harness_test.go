@@ -83,7 +83,7 @@ type gateway struct {
 	store    store.Store
 	replicas []*replica
 	fakes    map[string]*fakeprovider.Server
-	logs     *syncBuffer
+	logs     *testlog.Buffer
 }
 
 // gatewayOptions tune a test gateway.
@@ -117,7 +117,7 @@ func testKeys(t *testing.T) extproc.Keys {
 // startGateway starts fakes for deps, switchyard replicas and envoysim in front of them.
 func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	t.Helper()
-	g := &gateway{t: t, fakes: map[string]*fakeprovider.Server{}, logs: &syncBuffer{}}
+	g := &gateway{t: t, fakes: map[string]*fakeprovider.Server{}, logs: &testlog.Buffer{}}
 	cfg := &configv1.Config{RouterSettings: o.settings, FallbackChains: o.chains}
 	type endpoint struct {
 		ID   string
@@ -523,6 +523,3 @@ func tryDo(req *http.Request) (*http.Response, []byte, error) {
 	}
 	return resp, buf.Bytes(), nil
 }
-
-// syncBuffer is the tests' concurrent log sink.
-type syncBuffer = testlog.Buffer

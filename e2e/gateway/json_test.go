@@ -36,6 +36,33 @@ func chat(model string) openai.ChatCompletionNewParams {
 	return openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
 }
 
+// concurrentChats sends n chat completions for model at once and returns how many failed
+// (an error, or an empty answer) and the first error.
+func (g *gateway) concurrentChats(t *testing.T, n int, model string) (failed int, first error) {
+	ctx := ctxT(t)
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			res, err := g.openai().Chat.Completions.New(ctx, chat(model))
+			if err == nil && res.Choices[0].Message.Content == "" {
+				err = errors.New("empty answer")
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; err != nil {
+			if failed++; first == nil {
+				first = err
+			}
+		}
+	}
+	return failed, first
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	t.Cleanup(cancel)
@@ -187,28 +214,8 @@ func TestConcurrentConnectFailuresAllReachTheTrampoline(t *testing.T) {
 func testConcurrentConnectFailuresAllReachTheTrampoline(t *testing.T, xdsMode bool) {
 	g := startGateway(t, twoDeployments(deployment{Down: true}), gatewayOptions{xds: xdsMode, settings: priceBased()})
 	const n = 24
-	errs := make(chan error, n)
-	start := make(chan struct{})
-	for range n {
-		go func() {
-			<-start
-			res, err := g.openai().Chat.Completions.New(ctxT(t), chat("gpt-4o"))
-			if err == nil && res.Choices[0].Message.Content == "" {
-				err = errors.New("empty answer")
-			}
-			errs <- err
-		}()
-	}
-	close(start)
-	failed := 0
-	for range n {
-		if err := <-errs; err != nil {
-			failed++
-			t.Log(err)
-		}
-	}
-	if failed > 0 {
-		t.Fatalf("%d of %d concurrent requests failed instead of failing over", failed, n)
+	if failed, first := g.concurrentChats(t, n, "gpt-4o"); failed > 0 {
+		t.Fatalf("%d of %d concurrent requests failed instead of failing over (first: %v)", failed, n, first)
 	}
 	if got := g.served(); got["b"] != n {
 		t.Errorf("served %v, want b %d times", got, n)

@@ -17,10 +17,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/store/redisstore"
 )
 
-// syncBuffer is a log sink safe for the wrapper's goroutines.
-type syncBuffer = testlog.Buffer
-
-func count(logs *syncBuffer, substr string) int { return strings.Count(logs.String(), substr) }
+func count(logs *testlog.Buffer, substr string) int { return strings.Count(logs.String(), substr) }
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
@@ -91,7 +88,7 @@ func TestResilientBackoffAndRecovery(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix(t)
 	clock := fakeclock.New(time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC))
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	reg := prometheus.NewRegistry()
 	r, err := redisstore.NewResilient(newStore(t, srv.Addr(), prefix, redisstore.WithConfigPollInterval(time.Hour)), redisstore.ResilientConfig{
 		Clock: clock, Registerer: reg, Logger: slog.New(slog.NewTextHandler(logs, nil)),
