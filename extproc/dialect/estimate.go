@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
@@ -145,10 +146,12 @@ func (w *walker) parts(raw string, depth int) {
 		switch c := raw[i]; {
 		case c == '{':
 			i = w.element(raw, i, depth)
-		case isSpace(c) || c == ',' || c == ']':
+		case rawjson.IsSpace(c) || c == ',' || c == ']':
 			i++
 		default:
-			i = skipValue(raw, i)
+			if i = rawjson.SkipValue(raw, i); i < 0 {
+				return // malformed, which validJSON rules out
+			}
 		}
 	}
 }

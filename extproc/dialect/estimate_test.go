@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
@@ -328,8 +329,8 @@ func checkWalk(t *testing.T, s string) {
 	// spans end with the value.
 	s = strings.TrimRight(s, " \t\r\n")
 	eachValue(gjson.Parse(s), func(v gjson.Result) {
-		if end := skipValue(v.Raw, 0); end != len(v.Raw) {
-			t.Fatalf("skipValue(%q) = %d, want %d", v.Raw, end, len(v.Raw))
+		if end := rawjson.SkipValue(v.Raw, 0); end != len(v.Raw) {
+			t.Fatalf("rawjson.SkipValue(%q) = %d, want %d", v.Raw, end, len(v.Raw))
 		}
 		if got := stringValue(v.Raw); got != v.Str {
 			t.Fatalf("stringValue(%q) = %q, want %q", v.Raw, got, v.Str)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
@@ -300,29 +301,22 @@ func tokenCount(v gjson.Result) (int64, bool) {
 // decoded by gjson itself.
 
 // members calls fn with the key (decoded) and raw value of each member of the object at
-// raw[i] ('{'), until fn returns false, and returns the index after the object.
+// raw[i] ('{'), until fn returns false, and returns the index after the object (len(raw)
+// when fn stopped the walk or the object is malformed, which validJSON rules out).
 func members(raw string, i int, fn func(key, v string) bool) int {
-	for i++; i < len(raw); {
-		switch raw[i] {
-		case '}':
-			return i + 1
-		case '"':
-			k := i
-			i = skipString(raw, i)
-			key := stringValue(raw[k:i])
-			for i < len(raw) && (isSpace(raw[i]) || raw[i] == ':') {
-				i++
-			}
-			v := i
-			i = skipValue(raw, i)
-			if !fn(key, raw[v:i]) {
-				return i
-			}
-		default: // space, ','
-			i++
-		}
+	end := rawjson.Members(raw, i, func(key, v string) bool { return fn(decodedKey(key), v) })
+	if end < 0 {
+		return len(raw)
 	}
-	return i
+	return end
+}
+
+// decodedKey is a raw member key (between its quotes) as gjson decodes it.
+func decodedKey(key string) string {
+	if strings.IndexByte(key, '\\') < 0 {
+		return key
+	}
+	return gjson.Parse(`"` + key + `"`).Str
 }
 
 // stringValue is the string a raw JSON value holds, as gjson decodes it (Result.Str): ""
@@ -336,57 +330,3 @@ func stringValue(v string) string {
 	}
 	return gjson.Parse(v).Str
 }
-
-// skipValue returns the index after the value at raw[i].
-func skipValue(raw string, i int) int {
-	if i >= len(raw) {
-		return i
-	}
-	switch raw[i] {
-	case '"':
-		return skipString(raw, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(raw); i++ {
-			switch raw[i] {
-			case '"':
-				i = skipString(raw, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	}
-	// a number, true, false or null
-	for i < len(raw) && !isSpace(raw[i]) && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string at raw[i] ('"'). Strings are where the
-// bytes are (text, base64), so it jumps from quote to quote: a quote ends the string unless
-// an odd run of backslashes precedes it.
-func skipString(raw string, i int) int {
-	for j := i + 1; j < len(raw); j++ {
-		q := strings.IndexByte(raw[j:], '"')
-		if q < 0 {
-			break
-		}
-		j += q
-		k := j
-		for k > i+1 && raw[k-1] == '\\' {
-			k--
-		}
-		if (j-k)%2 == 0 {
-			return j + 1
-		}
-	}
-	return len(raw)
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

@@ -3,6 +3,8 @@ package dialect
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 )
 
 // validJSON reports whether body is one JSON value with optional whitespace around it,
@@ -137,7 +139,7 @@ member: // validobject: a key is due at i (whitespace already skipped), then ':'
 
 // skipSpace returns the index of the first byte at or after i that is not JSON whitespace.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && rawjson.IsSpace(b[i]) {
 		i++
 	}
 	return i

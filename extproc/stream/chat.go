@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/extproc/sse"
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 )
 
 var doneSentinel = []byte("[DONE]")
@@ -24,7 +25,7 @@ func (c *Classifier) chat(ev *sse.Event) Verdict {
 	}
 	var v Verdict
 	emptyChoices, usage := false, ""
-	fields(view(data), func(k, x string) bool {
+	rawjson.Members(view(data), 0, func(k, x string) bool {
 		switch k {
 		case "error":
 			// Any non-null top-level error is terminal (§1.3; openai-go ssestream).
@@ -33,7 +34,7 @@ func (c *Classifier) chat(ev *sse.Event) Verdict {
 			}
 		case "choices":
 			emptyChoices = !carries(x)
-			elements(x, func(ch string) bool {
+			rawjson.Elements(x, func(ch string) bool {
 				if c.chatChoice(ch) {
 					v.Output = true
 				}
@@ -79,12 +80,12 @@ func (c *Classifier) chatChoice(ch string) bool {
 	var idx int64
 	finished, finish := false, ""
 	out, tools := false, false
-	fields(ch, func(k, x string) bool {
+	rawjson.Members(ch, 0, func(k, x string) bool {
 		switch k {
 		case "index":
 			idx = gjson.Parse(x).Int()
 		case "delta":
-			fields(x, func(dk, dx string) bool {
+			rawjson.Members(x, 0, func(dk, dx string) bool {
 				switch dk {
 				case "content", "reasoning_content", "reasoning", "refusal":
 					out = out || carries(dx)

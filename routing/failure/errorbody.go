@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 )
 
 // errorBody holds the fields of an upstream error body that classification reads. Every
@@ -238,13 +240,11 @@ func sseData(s string) (string, bool) {
 
 // trimSpace trims ASCII whitespace without copying.
 func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpaceByte(b[0]) {
+	for len(b) > 0 && rawjson.IsSpace(b[0]) {
 		b = b[1:]
 	}
-	for len(b) > 0 && isSpaceByte(b[len(b)-1]) {
+	for len(b) > 0 && rawjson.IsSpace(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}
 	return b
 }
-
-func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
