@@ -432,11 +432,11 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	p.phase = attemptDone
 	c := failure.Classification{Class: failure.ClassGateway, Status: http.StatusInternalServerError, Message: "internal gateway error"}
 	if p.broken == nil {
-		var hdr http.Header
-		if p.status < 200 || p.status > 299 { // Classify reads the headers of a failure only
-			hdr = p.headers.httpHeader()
+		o := failure.Outcome{Provider: p.dep.Provider, Status: p.status, Body: p.held}
+		if !o.Succeeded() {
+			o.Header = p.headers.httpHeader()
 		}
-		c = failure.Classify(failure.Outcome{Provider: p.dep.Provider, Status: p.status, Header: hdr, Body: p.held}, now)
+		c = failure.Classify(o, now)
 	}
 	latency := now.Sub(p.sentAt)
 	if c.Class == failure.ClassNone {
@@ -501,14 +501,14 @@ func (p *attemptProcessor) finishServed(latency time.Duration, completion, total
 	t := p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassNone, Status: p.status},
 		Latency: latency, CompletionTokens: completion, TotalTokens: total})
 	cur := p.state.GetCurrent()
-	attrs := append([]slog.Attr{slog.String("request", p.requestID),
+	attrs := append(make([]slog.Attr, 0, 11+len(extra)), slog.String("request", p.requestID),
 		slog.String("model", p.state.GetPublicModel()), slog.String("served_model", cur.GetModel()),
 		slog.String("deployment", cur.GetDeploymentId()), slog.Int("status", p.status),
 		slog.Int("attempts", len(p.state.GetAttempts())+1), slog.Bool("fallback_used", cur.GetModel() != p.state.GetPublicModel()),
 		slog.Int64("latency_ms", latency.Milliseconds()), slog.Int64("completion_tokens", completion),
 		slog.String("circuit", transitionName(t)),
-		slog.Int64("total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds()),
-	}, extra...)
+		slog.Int64("total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds()))
+	attrs = append(attrs, extra...)
 	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "request served", attrs...)
 }
 

@@ -49,22 +49,36 @@ type headerMap struct{ h *corev3.HeaderMap }
 
 // get returns the first value of name.
 func (m headerMap) get(name string) (string, bool) {
-	v, ok := m.raw(name)
-	return string(v), ok
+	hv := m.find(name)
+	if hv == nil {
+		return "", false
+	}
+	if raw := hv.GetRawValue(); raw != nil {
+		return string(raw), true
+	}
+	return hv.GetValue(), true
 }
 
-// raw returns the first value of name as Envoy sent it, without a copy: read it, never
-// keep it.
+// raw returns the first value of name as Envoy sent it, without a copy when it came as
+// raw_value (as Envoy sends it): read it, never keep it.
 func (m headerMap) raw(name string) ([]byte, bool) {
+	hv := m.find(name)
+	if hv == nil {
+		return nil, false
+	}
+	if raw := hv.GetRawValue(); raw != nil {
+		return raw, true
+	}
+	return []byte(hv.GetValue()), true
+}
+
+func (m headerMap) find(name string) *corev3.HeaderValue {
 	for _, hv := range m.h.GetHeaders() {
 		if hv.GetKey() == name {
-			if raw := hv.GetRawValue(); raw != nil {
-				return raw, true
-			}
-			return []byte(hv.GetValue()), true
+			return hv
 		}
 	}
-	return nil, false
+	return nil
 }
 
 func (m headerMap) value(name string) string {

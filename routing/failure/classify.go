@@ -23,7 +23,7 @@ func Classify(o Outcome, now time.Time) Classification {
 	if o.Transport != TransportNone {
 		return classifyTransport(o)
 	}
-	if !o.InBand && o.Status >= 200 && o.Status <= 299 {
+	if o.Succeeded() {
 		return Classification{Status: o.Status}
 	}
 	e := parseErrorBody(o.Body)

@@ -349,6 +349,33 @@ func TestClassifySuccess(t *testing.T) {
 	}
 }
 
+// Succeeded is the caller's licence to leave a success's headers and body out: where it
+// holds, they change nothing; an in-band error, a transport failure and an HTTP error are
+// not successes.
+func TestSucceededOutcomesIgnoreHeadersAndBody(t *testing.T) {
+	hdr := http.Header{"Retry-After": {"30"}}
+	body := []byte(`{"error":{"message":"quota","type":"insufficient_quota"}}`)
+	for _, c := range []struct {
+		o    Outcome
+		want bool
+	}{
+		{Outcome{Status: 200}, true}, {Outcome{Status: 299}, true}, {Outcome{Status: 200, InBand: true}, false},
+		{Outcome{Status: 429}, false}, {Outcome{Status: 200, Transport: TransportConnect}, false},
+		{Outcome{Status: 500}, false}, {Outcome{Status: 199}, false},
+	} {
+		o := c.o
+		o.Provider = ProviderOpenAI
+		full := o
+		full.Header, full.Body = hdr, body
+		if o.Succeeded() != c.want {
+			t.Errorf("%+v: Succeeded %v, want %v", o, o.Succeeded(), c.want)
+		}
+		if o.Succeeded() && Classify(o, testNow()) != Classify(full, testNow()) {
+			t.Errorf("%+v: headers or body changed a success's verdict", o)
+		}
+	}
+}
+
 // The verdict must not depend on the body aliasing: callers reuse their buffers.
 func TestClassifyDoesNotAliasBody(t *testing.T) {
 	body := []byte(`{"error":{"message":"Rate limit reached.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`)

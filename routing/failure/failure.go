@@ -128,6 +128,12 @@ type Outcome struct {
 	Event string
 }
 
+// Succeeded reports whether o is a 2xx response that is not an in-band error: Classify reads
+// nothing else of it, so a caller may leave its Header and Body out.
+func (o Outcome) Succeeded() bool {
+	return o.Transport == TransportNone && !o.InBand && o.Status >= 200 && o.Status <= 299
+}
+
 // Classification is the verdict on an Outcome.
 type Classification struct {
 	Class Class
