@@ -7,10 +7,13 @@ import (
 
 // Broadcaster fans out version changes. Each channel has room for one value; a newer version
 // replaces an unread older one, so slow receivers see the latest version, never a stale one.
-// Config stores use it to implement WatchConfig. The zero value is ready to use.
+// A channel added after a Notify starts with the latest version: a store's watcher goroutine
+// delivers the version it finds when it starts, which may come before the Add that asked
+// for it. Config stores use it to implement WatchConfig. The zero value is ready to use.
 type Broadcaster struct {
 	mu     sync.Mutex
 	chans  map[chan uint64]struct{}
+	last   uint64 // the latest version notified; 0 before any
 	closed bool
 	done   chan struct{} // closed by Close, so Add's goroutines end with the broadcaster
 }
@@ -29,6 +32,9 @@ func (w *Broadcaster) Add(ctx context.Context) <-chan uint64 {
 		w.done = make(chan struct{})
 	}
 	w.chans[ch] = struct{}{}
+	if w.last > 0 {
+		ch <- w.last
+	}
 	done := w.done
 	w.mu.Unlock()
 	go func() {
@@ -50,6 +56,7 @@ func (w *Broadcaster) Add(ctx context.Context) <-chan uint64 {
 func (w *Broadcaster) Notify(v uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.last = v
 	for ch := range w.chans {
 		select {
 		case <-ch: // drop the older, unread version
