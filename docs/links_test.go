@@ -1,0 +1,249 @@
+package docs_test
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// The repository must stand alone for whoever clones it: nothing may point outside it, every
+// relative markdown link must reach a file in it, and citations name its own docs
+// (behaviour §N.M → docs/behaviour.md, docs/design.md, docs/wire-formats.md), never notes
+// kept beside the repository.
+
+// selfName is this file, which has to spell the forbidden citations to forbid them.
+const selfName = "docs/links_test.go"
+
+var (
+	// mdLink is an inline markdown link or image target: [text](target "title").
+	mdLink = regexp.MustCompile(`\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
+	// mdRef is a reference-style link definition: [label]: target.
+	mdRef = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)`)
+	// upPath is a relative path climbing out of its directory, e.g. ../envoy/envoy.yaml;
+	// the group before it keeps "…/x" and "a../b" out.
+	upPath = regexp.MustCompile(`(?:^|[^\w./-])((?:\.\./)+[-\w./]*)`)
+	// scheme marks a URL (https:, mailto:, …), which is not a repository path.
+	scheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+)
+
+// outsideCitations are citations of documents a clone does not have.
+var outsideCitations = []struct {
+	re   *regexp.Regexp
+	want string
+}{
+	{regexp.MustCompile(`\bSPEC\b`), "behaviour §N.M / docs/behaviour.md"},
+	{regexp.MustCompile(`DESIGN\.md`), "docs/design.md"},
+	{regexp.MustCompile(`\.\./shared\b|/work/`), "a path in the repository"},
+	{regexp.MustCompile(`\bresearch(/| §| ` + "`" + `)`), "docs/wire-formats.md or docs/design.md"},
+	{regexp.MustCompile(`envoy-mechanics|peers\.md`), "docs/design.md §N"},
+}
+
+// TestRepositoryStandsAlone walks every tracked text file.
+func TestRepositoryStandsAlone(t *testing.T) {
+	root, files := repoFiles(t)
+	known := map[string]bool{} // tracked files and the directories holding them
+	for _, f := range files {
+		for p := f; p != "."; p = path.Dir(p) {
+			known[p] = true
+		}
+	}
+	var problems []string
+	seen := map[string]bool{}
+	report := func(file string, line int, format string, args ...any) {
+		p := fmt.Sprintf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
+		if !seen[p] {
+			seen[p] = true
+			problems = append(problems, p)
+		}
+	}
+	for _, f := range files {
+		if strings.Contains(f, "/testdata/fuzz/") {
+			continue // generated fuzz inputs: arbitrary bytes, not prose
+		}
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // deleted in the work tree, not yet in the index
+			}
+			t.Fatal(err)
+		}
+		if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
+			continue // binary
+		}
+		checkFile(f, string(data), known, report)
+	}
+	for i, p := range problems {
+		if i == 100 {
+			t.Errorf("… and %d more", len(problems)-i)
+			break
+		}
+		t.Error(p)
+	}
+}
+
+// checkFile reports the problems of the repository file name (slash-separated, relative
+// to the root) whose content is text.
+func checkFile(name, text string, known map[string]bool, report func(string, int, string, ...any)) {
+	dir := path.Dir(name)
+	isMD := strings.HasSuffix(name, ".md")
+	fenced := false
+	for i, line := range strings.Split(text, "\n") {
+		n := i + 1
+		if name != selfName {
+			for _, c := range outsideCitations {
+				if m := c.re.FindString(line); m != "" {
+					report(name, n, "%q cites a document outside the repository; cite %s", m, c.want)
+				}
+			}
+		}
+		for _, m := range upPath.FindAllStringSubmatch(line, -1) {
+			if _, ok := resolve(dir, m[1]); !ok {
+				report(name, n, "%q leaves the repository", m[1])
+			}
+		}
+		if !isMD {
+			continue
+		}
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue // code, not links
+		}
+		var targets []string
+		for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			targets = append(targets, m[1])
+		}
+		if m := mdRef.FindStringSubmatch(line); m != nil {
+			targets = append(targets, m[1])
+		}
+		for _, target := range targets {
+			if msg := checkLink(dir, target, known); msg != "" {
+				report(name, n, "link %q %s", target, msg)
+			}
+		}
+	}
+}
+
+// checkLink says what is wrong with a markdown link target in directory dir, or "".
+func checkLink(dir, target string, known map[string]bool) string {
+	if scheme.MatchString(target) || strings.HasPrefix(target, "#") {
+		return "" // a URL or an anchor in the same file
+	}
+	target, _, _ = strings.Cut(target, "#")
+	target, _, _ = strings.Cut(target, "?")
+	if target == "" {
+		return ""
+	}
+	if strings.HasPrefix(target, "/") {
+		return "is an absolute path; link relative to the file"
+	}
+	p, ok := resolve(dir, target)
+	if !ok {
+		return "leaves the repository"
+	}
+	if !known[p] {
+		return "names no tracked file or directory of the repository"
+	}
+	return ""
+}
+
+// resolve joins a relative path to dir (both relative to the root) and says whether the
+// result is still inside the root.
+func resolve(dir, rel string) (string, bool) {
+	p := path.Join(dir, rel)
+	return p, p != ".." && !strings.HasPrefix(p, "../")
+}
+
+// repoFiles returns the repository root and its tracked files (slash-separated, relative
+// to the root): git's index when git is there, else every file under the root but .git.
+func repoFiles(t *testing.T) (string, []string) {
+	t.Helper()
+	if out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output(); err == nil {
+		root := strings.TrimSpace(string(out))
+		ls := exec.Command("git", "ls-files", "-z")
+		ls.Dir = root
+		out, err := ls.Output()
+		if err != nil {
+			t.Fatalf("git ls-files: %v", err)
+		}
+		var files []string
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+		return root, files
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, files
+}
+
+// TestStandsAloneCatches feeds the checker one line of each kind it must refuse, and lines
+// it must accept.
+func TestStandsAloneCatches(t *testing.T) {
+	known := map[string]bool{"README.md": true, "docs": true, "docs/design.md": true, "envoy": true, "envoy/envoy.yaml": true}
+	for _, c := range []struct {
+		name, file, line string
+		bad              bool
+	}{
+		{"link outside the root", "README.md", "[spec](../shared/SPEC.md)", true},
+		{"path outside the root", "docs/x.go", `os.ReadFile("../../../shared/x")`, true},
+		{"link to a missing file", "docs/x.md", "[gone](missing.md)", true},
+		{"reference link to a missing file", "README.md", "[gone]: docs/missing.md", true},
+		{"absolute link", "README.md", "[abs](/work/x.md)", true},
+		{"spec citation", "routing/x.go", "// weight 0 (SPEC §2)", true},
+		{"design citation", "xds/x.go", "// DESIGN.md item 3", true},
+		{"research citation", "routing/x.go", "// research/wire-formats.md §1.4", true},
+		{"envoy research citation", "e2e/x.md", "research `envoy-mechanics.md` §1", true},
+		{"behaviour citation", "routing/x.go", "// weight 0 (behaviour §2)", false},
+		{"link inside the root", "docs/x.md", "[design](design.md#testing) and [up](../envoy/envoy.yaml)", false},
+		{"path inside the root", "e2e/gateway/x.go", `sim.LoadFile("../../envoy/envoy.yaml")`, false},
+		{"URL", "README.md", "[envoy](https://www.envoyproxy.io/docs/)", false},
+		{"ellipsis is no path", "x.go", "// and .../tls/v3/common.proto", false},
+		{"code fence", "docs/x.md", "```\n[x](nowhere.md)\n```", false},
+	} {
+		var got []string
+		checkFile(c.file, c.line, known, func(file string, line int, format string, args ...any) {
+			got = append(got, fmt.Sprintf(format, args...))
+		})
+		if bad := len(got) > 0; bad != c.bad {
+			t.Errorf("%s: %q in %s: problems %q, want bad=%v", c.name, c.line, c.file, got, c.bad)
+		}
+	}
+}
