@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -244,4 +245,83 @@ func TestStandsAloneCatches(t *testing.T) {
 			t.Errorf("%s: %q in %s: problems %q, want bad=%v", c.name, c.line, c.file, got, c.bad)
 		}
 	}
+}
+
+var (
+	behaviourCite = regexp.MustCompile(`behaviour §(\d+(?:\.\d+)?)`)
+	wireCite      = regexp.MustCompile(`wire-formats(?:\.md)? §(\d+(?:\.\d+)?)`)
+	designItem    = regexp.MustCompile("docs/design\\.md`?,? items? (\\d+)")
+	designSection = regexp.MustCompile("docs/design\\.md`?,? §(\\d+(?:\\.\\d+)?)(?: items? (\\d+))?")
+	designName    = regexp.MustCompile("docs/design\\.md`?,? \"([^\"]+)\"")
+)
+
+// TestCitationsResolve holds every citation of the repository's own docs to a section that
+// exists: behaviour §N.M, wire-formats §N.M, docs/design.md item N, §N (and §6 item N) and
+// "Section name".
+func TestCitationsResolve(t *testing.T) {
+	root, files := repoFiles(t)
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(root, "docs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	behaviour := numbered(read("behaviour.md"), `^## (\d+)\.`, `^(\d+\.\d+) `)
+	wire := numbered(read("wire-formats.md"), `^## (\d+)\.`, `^### (\d+\.\d+) `)
+	design := read("design.md")
+	items := numbered(design, `^### (\d+)\. `)
+	envoy := numbered(design, `^### §(\d+) `, `^\*\*§?(\d+\.\d+) `)
+	_, checklist, _ := strings.Cut(design, "\n### §6 ")
+	envoyItems := numbered(checklist, `^(\d+)\. `)
+	headings := regexp.MustCompile(`(?m)^#+ .*$`).FindAllString(design, -1)
+
+	for _, f := range files {
+		if strings.Contains(f, "/testdata/fuzz/") || f == selfName {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil || bytes.IndexByte(data, 0) >= 0 {
+			continue // deleted in the work tree, or binary
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			bad := func(what string) { t.Errorf("%s:%d: %s names no section of its doc", f, i+1, what) }
+			for _, m := range behaviourCite.FindAllStringSubmatch(line, -1) {
+				if !behaviour[m[1]] {
+					bad(m[0])
+				}
+			}
+			for _, m := range wireCite.FindAllStringSubmatch(line, -1) {
+				if !wire[m[1]] {
+					bad(m[0])
+				}
+			}
+			for _, m := range designItem.FindAllStringSubmatch(line, -1) {
+				if !items[m[1]] {
+					bad(m[0])
+				}
+			}
+			for _, m := range designSection.FindAllStringSubmatch(line, -1) {
+				if !envoy[m[1]] || (m[2] != "" && (m[1] != "6" || !envoyItems[m[2]])) {
+					bad(m[0])
+				}
+			}
+			for _, m := range designName.FindAllStringSubmatch(line, -1) {
+				if !slices.ContainsFunc(headings, func(h string) bool { return strings.Contains(h, m[1]) }) {
+					bad(m[0])
+				}
+			}
+		}
+	}
+}
+
+// numbered returns the numbers the patterns (one group each, matched per line) find in text.
+func numbered(text string, patterns ...string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range patterns {
+		for _, m := range regexp.MustCompile("(?m)"+p).FindAllStringSubmatch(text, -1) {
+			out[m[1]] = true
+		}
+	}
+	return out
 }
