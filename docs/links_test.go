@@ -164,7 +164,8 @@ func resolve(dir, rel string) (string, bool) {
 }
 
 // repoFiles returns the repository root and its tracked files (slash-separated, relative
-// to the root): git's index when git is there, else every file under the root but .git.
+// to the root): git's index when git is there, else every file under the root but .git
+// and .cache.
 func repoFiles(t *testing.T) (string, []string) {
 	t.Helper()
 	if out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output(); err == nil {
@@ -192,7 +193,7 @@ func repoFiles(t *testing.T) (string, []string) {
 		if err != nil {
 			return err
 		}
-		if d.Name() == ".git" {
+		if d.Name() == ".git" || d.Name() == ".cache" { // not the repository's (.gitignore)
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
