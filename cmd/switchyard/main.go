@@ -28,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-gw/switchyard/admin"
+	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
@@ -134,7 +135,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	auth, err := df.clientAuthOf(admin.NewVerifier(st))
+	withKeys := df.clientAuth == string(extproc.ClientAuthKeys)
+	safety, err := newStoreSafety(st, live, withKeys, reg, log)
+	if err != nil {
+		return err
+	}
+	background.Go(func() { safety.guard.Run(bg) })
+	if withKeys && sf.kind == "memory" {
+		log.Warn("client keys are kept in the memory store: they are lost when this process stops, and every client key " +
+			"must then be created again; use -store redis to keep them")
+	}
+	var verifier extproc.KeyVerifier
+	if safety.verifier != nil {
+		verifier = safety.verifier
+	}
+	auth, err := df.clientAuthOf(verifier)
 	if err != nil {
 		return err
 	}
@@ -142,10 +157,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	var checks []func(context.Context) admin.Readiness
-	if st.check != nil {
-		checks = append(checks, st.check)
-	}
+	checks := []func(context.Context) admin.Readiness{safety.check(st)}
 
 	masterKey, err := admin.LoadMasterKey(getenv, *masterKeyFile)
 	if err != nil {
@@ -155,7 +167,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Warn("no master key (" + admin.MasterKeyEnv + " or -master-key-file); authenticated endpoints will refuse every request")
 	}
 	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st,
-		Router: router, Logger: log})
+		Router: router, Gate: safety.guard, Logger: log})
 	if err != nil {
 		dp.stop()
 		return err
