@@ -72,6 +72,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var df dataPlaneFlags
 	df.register(fs)
 	masterKeyFile := fs.String("master-key-file", "", "file holding the master key of the admin API and the status view (else "+admin.MasterKeyEnv+")")
+	keyMaxAge := fs.Duration("client-key-max-age", admin.DefaultKeyCacheMaxAge, "with -client-auth keys: how long a verified client key is used "+
+		"from this replica's cache before the store is read again; the bound within which a revoked key stops working on a replica that missed "+
+		"the revocation's announcement (while the store is unreachable, cached keys keep working)")
 	overwrite := fs.Bool("config-overwrite", false, "replace the shared store's configuration with -config even when it already holds one")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -136,7 +139,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	withKeys := df.clientAuth == string(extproc.ClientAuthKeys)
-	safety, err := newStoreSafety(st, live, withKeys, reg, log)
+	safety, err := newStoreSafety(st, live, keyCacheOf(withKeys, *keyMaxAge), reg, log)
 	if err != nil {
 		return err
 	}

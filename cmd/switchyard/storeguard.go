@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,9 +23,18 @@ type storeSafety struct {
 	verifier *admin.Verifier // nil unless -client-auth keys
 }
 
-// newStoreSafety builds the guard of live in st and, when keys is set, the verifier, with
-// their counters on reg.
-func newStoreSafety(st *openedStore, live *config.Live, keys bool, reg prometheus.Registerer, log *slog.Logger) (*storeSafety, error) {
+// keyCache says whether client keys are checked (-client-auth keys) and how long a verified
+// one is cached (-client-key-max-age).
+type keyCache struct {
+	on     bool
+	maxAge time.Duration
+}
+
+func keyCacheOf(on bool, maxAge time.Duration) keyCache { return keyCache{on: on, maxAge: maxAge} }
+
+// newStoreSafety builds the guard of live in st and, with keys on, the verifier, with their
+// counters on reg.
+func newStoreSafety(st *openedStore, live *config.Live, keys keyCache, reg prometheus.Registerer, log *slog.Logger) (*storeSafety, error) {
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_config_store_events_total",
 		Help: "Configuration guard events: behind (the store held an older configuration than the one in force, or none), " +
@@ -38,7 +48,7 @@ func newStoreSafety(st *openedStore, live *config.Live, keys bool, reg prometheu
 	}
 	s := &storeSafety{guard: config.NewGuard(live, st, config.GuardOptions{Logger: log,
 		Count: func(e string) { events.WithLabelValues(e).Inc() }})}
-	if !keys {
+	if !keys.on {
 		return s, nil
 	}
 	lookups := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -52,7 +62,7 @@ func newStoreSafety(st *openedStore, live *config.Live, keys bool, reg prometheu
 	if err := reg.Register(lookups); err != nil {
 		return nil, fmt.Errorf("registering the client key cache's metrics: %w", err)
 	}
-	s.verifier = admin.NewVerifier(st, admin.VerifierOptions{Count: func(o string) { lookups.WithLabelValues(o).Inc() }})
+	s.verifier = admin.NewVerifier(st, admin.VerifierOptions{MaxAge: keys.maxAge, Count: func(o string) { lookups.WithLabelValues(o).Inc() }})
 	return s, nil
 }
 

@@ -126,16 +126,16 @@ func NewGuard(l *Live, cs GuardStore, opts GuardOptions) *Guard {
 	return &Guard{live: l, store: cs, opts: opts, kick: make(chan struct{}, 1)}
 }
 
-// Run checks the store until ctx is done.
+// Run checks the store every PollInterval, and when Writable asks, until ctx is done.
 func (g *Guard) Run(ctx context.Context) {
 	for {
-		g.Check(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.kick:
 		case <-g.opts.Clock.After(g.opts.PollInterval):
 		}
+		g.Check(ctx)
 	}
 }
 

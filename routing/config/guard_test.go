@@ -144,24 +144,26 @@ func TestGuardsRaceOneRestoreWins(t *testing.T) {
 	}
 }
 
-// TestGuardRunRestoresWhenWritableFindsTheStoreBehind: the guard's loop, on a fake clock
-// that never advances, wakes up at once when the admin API's gate refuses a write.
+// TestGuardRunRestoresWhenWritableFindsTheStoreBehind: the guard's loop reads the store's
+// version every PollInterval, and at once when the admin API's gate refused a write.
 func TestGuardRunRestoresWhenWritableFindsTheStoreBehind(t *testing.T) {
 	served, _ := config.Compile(3, cfgWith("a"), nil)
 	l := config.NewLive(served)
 	s := memstore.New()
-	put(t, s, "a") // version 1: the store is behind from the start, and the loop's first check restores it
+	put(t, s, "a") // version 1: behind the 3 in force
 	clock := fakeclock.New(time.Unix(1000, 0))
-	g := config.NewGuard(l, s, config.GuardOptions{Clock: clock, PollInterval: time.Hour})
+	g := config.NewGuard(l, s, config.GuardOptions{Clock: clock, PollInterval: time.Minute})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); g.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, "first check restores version 3", func() bool { v, _ := s.ConfigVersion(t.Context()); return v == 3 })
+	eventually(t, "the loop waiting for its poll", func() bool { return clock.Waiting() == 1 })
+	clock.Advance(time.Minute)
+	eventually(t, "the poll restores version 3", func() bool { v, _ := s.ConfigVersion(t.Context()); return v == 3 })
 
-	// A newer version comes into force while the store stays at 3 (as after a restore that
-	// another replica's older version won); no poll is due (the clock stands still), but a
-	// refused write wakes the guard.
+	// A newer version comes into force while the store stays at 3 (as after a restore won by
+	// a replica that served an older version). No poll is due (the clock stands still), but
+	// a refused write wakes the guard.
 	served4, _ := config.Compile(4, cfgWith("a", "b"), nil)
 	l.Store(served4)
 	if err := g.Writable(3); err == nil {
