@@ -27,7 +27,8 @@ import (
 //   - A key not in the cache must be read from the store: while the store is unreachable it is
 //     refused (fail closed: 503 auth_unavailable), never let through.
 //   - The cache holds at most MaxEntries keys, least recently used out first. It holds what the
-//     store holds (the key's hash, never the key).
+//     store holds (the key's hash, never the key). Keys have no expiry of their own: an entry
+//     lasts until its key is revoked, found gone at a re-verification, or evicted.
 
 // Defaults of VerifierOptions.
 const (

@@ -103,7 +103,7 @@ func TestClientKeysThroughARedisOutage(t *testing.T) {
 		code, _ := chatWith(t, viaA, lost)
 		return code == http.StatusUnauthorized
 	})
-	if took := time.Since(deleted); took > 1500*time.Millisecond {
+	if took := time.Since(deleted); took > 2500*time.Millisecond { // 1 s and a slow machine's margin
 		t.Fatalf("an unannounced revocation took %v on a replica with a 1 s max age", took)
 	}
 
@@ -133,9 +133,10 @@ func TestClientKeysThroughARedisOutage(t *testing.T) {
 		if code != http.StatusOK || !strings.Contains(checks, `"degraded":true`) || !strings.Contains(checks, "keep working from its cache") {
 			t.Fatalf("/readyz during the outage: %d %v; want ready, the store degraded and the key cache named", code, body)
 		}
-		// 3 s of refusals at one line per 10 s: one line.
-		if n := strings.Count(in.logs.String(), "client key check failed"); n != 1 {
-			t.Fatalf("%d log lines of failed key checks in 3 s of outage, want 1:\n%s", n, in.logs)
+		// Hundreds of refusals at one line per 10 s: one line (two on a machine slow enough
+		// to stretch the loop past 10 s).
+		if n, most := strings.Count(in.logs.String(), "client key check failed"), 1+int(time.Since(outage)/(10*time.Second)); n < 1 || n > most {
+			t.Fatalf("%d log lines of failed key checks in %v of outage, want 1 to %d:\n%s", n, time.Since(outage), most, in.logs)
 		}
 	}
 	if n := metric(t, a, `switchyard_client_key_lookups_total{outcome="stale"}`); n < 1 {
