@@ -13,12 +13,15 @@ import (
 	"github.com/switchyard-gw/switchyard/routing"
 )
 
-// Readiness reports a component's state for /readyz. Ready false fails the probe; Detail is
-// shown either way and must never hold a secret.
+// Readiness reports a component's state for /readyz. Ready false fails the probe; Degraded
+// marks a component that still serves, worse than normal (a Redis outage: routing on local
+// state), and keeps the probe passing; Detail is shown either way and must never hold a
+// secret.
 type Readiness struct {
-	Name   string `json:"name"`
-	Ready  bool   `json:"ready"`
-	Detail string `json:"detail,omitempty"`
+	Name     string `json:"name"`
+	Ready    bool   `json:"ready"`
+	Degraded bool   `json:"degraded,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 // Options configure the handler.

@@ -28,6 +28,9 @@ type APIOptions struct {
 	// Router serves GET /v1/models and the status view GET /v1/models/{model}/deployments
 	// (SPEC §10.3) from the configuration in force; nil leaves them unrouted.
 	Router *routing.Router
+	// Gate refuses configuration writes while the store is behind the configuration in force
+	// (config.Guard); nil refuses none.
+	Gate WriteGate
 	// Rand is the source of client keys (crypto/rand when nil).
 	Rand io.Reader
 	// Now stamps client keys (time.Now when nil).
@@ -41,6 +44,7 @@ type api struct {
 	v     *config.Validator
 	keys  store.ClientKeys
 	r     *routing.Router
+	gate  WriteGate
 	rand  io.Reader
 	now   func() time.Time
 	log   *slog.Logger
@@ -58,7 +62,7 @@ func NewAPI(opts APIOptions) (http.Handler, error) {
 	if opts.Config == nil || opts.Validator == nil {
 		return nil, errors.New("admin: NewAPI needs a configuration store and a validator")
 	}
-	a := &api{cs: opts.Config, v: opts.Validator, keys: opts.ClientKeys, r: opts.Router,
+	a := &api{cs: opts.Config, v: opts.Validator, keys: opts.ClientKeys, r: opts.Router, gate: opts.Gate,
 		rand: opts.Rand, now: opts.Now, log: opts.Logger, retry: writeAttempts}
 	if a.rand == nil {
 		a.rand = rand.Reader

@@ -34,25 +34,32 @@ const (
 	clientKeySecretBytes = 32
 )
 
-// Verifier checks client keys for the route role.
+// Verifier checks client keys for the route role, through a cache of the keys it verified
+// (keycache.go).
 type Verifier struct {
-	keys store.ClientKeys
+	keys  store.ClientKeys
+	cache *keyCache
 }
 
-// NewVerifier returns a verifier reading keys from ks.
-func NewVerifier(ks store.ClientKeys) *Verifier { return &Verifier{keys: ks} }
+// NewVerifier returns a verifier reading keys from ks, cached as opts say.
+func NewVerifier(ks store.ClientKeys, opts VerifierOptions) *Verifier {
+	return &Verifier{keys: ks, cache: newKeyCache(ks, opts)}
+}
+
+// CachedKeys is the number of keys the verifier holds (for readiness).
+func (v *Verifier) CachedKeys() int { return v.cache.size() }
 
 // Verify checks a presented key (the bearer token or x-api-key of a client request) and
 // whether it may call model. ok false means unknown, malformed or revoked (the client
 // dialect's 401); ok with allowed false means the key's allow-list does not hold model
-// (403). err is a store failure (the key could not be checked). The hash comparison is
+// (403). err is a store failure for a key not in the cache (the key could not be checked). The hash comparison is
 // constant-time; which ids exist is not secret.
 func (v *Verifier) Verify(ctx context.Context, presented, model string) (ok, allowed bool, err error) {
 	id, ok := clientKeyID(presented)
 	if !ok {
 		return false, false, nil
 	}
-	k, err := v.keys.ClientKey(ctx, id)
+	k, err := v.cache.lookup(ctx, v.keys, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, false, nil
 	}

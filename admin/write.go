@@ -52,6 +52,10 @@ func (a *api) write(w http.ResponseWriter, req *http.Request, op string, fn chan
 			a.answer(w, req, err)
 			return
 		}
+		if err := a.writable(snap.Version); err != nil {
+			a.answer(w, req, err)
+			return
+		}
 		if conditional && !match(snap.Version) {
 			a.answer(w, req, errPrecondition)
 			return

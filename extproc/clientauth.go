@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 )
@@ -49,6 +50,9 @@ func ParseClientAuthMode(s string) (ClientAuthMode, error) {
 	}
 	return "", fmt.Errorf("unknown client authentication %q (keys or envoy)", s)
 }
+
+// authErrorLogInterval is the least time between two log lines of failed key checks.
+const authErrorLogInterval = 10 * time.Second
 
 // Codes of the client-access answers.
 const (
@@ -124,8 +128,13 @@ func (p *routeProcessor) authorize(ctx context.Context, model string) *dialect.E
 	}
 	switch {
 	case err != nil:
-		// Fail closed: a gateway that cannot check keys must not become an open proxy.
-		p.s.log.Error("client key check failed; request refused", "request", p.requestID, "model", model, "err", err)
+		// Fail closed: a gateway that cannot check keys must not become an open proxy. The
+		// log says so once per authErrorLogInterval with the number refused meanwhile (an
+		// outage would otherwise write a line per request); the metric counts each.
+		if ok, held := p.s.authLog.allow(p.s.clock.Now(), authErrorLogInterval); ok {
+			p.s.log.Error("client key check failed; request refused (503 auth_unavailable)", "request", p.requestID,
+				"model", model, "err", err, "refused_since_last_line", held, "interval", authErrorLogInterval)
+		}
 		p.s.metric.clientRejected("unavailable")
 		return &dialect.Error{Family: p.route.Family, Status: http.StatusServiceUnavailable, Code: CodeAuthUnavailable,
 			Message: "The gateway could not check the API key; try again later."}

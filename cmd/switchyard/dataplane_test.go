@@ -84,6 +84,13 @@ func TestDataPlaneThroughTheBinary(t *testing.T) {
 // ingress's base URL.
 func behindEnvoy(t *testing.T, in *instance, deps map[string]string) string {
 	t.Helper()
+	return behindEnvoyAcross(t, in, in, deps)
+}
+
+// behindEnvoyAcross is behindEnvoy with the route role (and trampoline) on one replica and
+// the attempt role on another, so every request crosses both.
+func behindEnvoyAcross(t *testing.T, in, attempt *instance, deps map[string]string) string {
+	t.Helper()
 	hp := func(addr string) map[string]any {
 		h, p, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -102,7 +109,7 @@ func behindEnvoy(t *testing.T, in *instance, deps map[string]string) string {
 	var yaml bytes.Buffer
 	if err := tmpl.Execute(&yaml, map[string]any{
 		"ListenPort": 0, "MaxRedirects": extproc.DefaultMaxRedirects, "ConnectTimeout": "1s",
-		"ExtProc": hp(in.extproc), "AttemptExtProc": hp(in.extproc), "AttemptCluster": "switchyard_extproc",
+		"ExtProc": hp(in.extproc), "AttemptExtProc": hp(attempt.extproc), "AttemptCluster": "switchyard_extproc",
 		"Trampoline": hp(in.trampoline), "Deployments": eps,
 	}); err != nil {
 		t.Fatal(err)

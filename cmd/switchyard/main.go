@@ -28,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-gw/switchyard/admin"
+	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
@@ -71,6 +72,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var df dataPlaneFlags
 	df.register(fs)
 	masterKeyFile := fs.String("master-key-file", "", "file holding the master key of the admin API and the status view (else "+admin.MasterKeyEnv+")")
+	keyMaxAge := fs.Duration("client-key-max-age", admin.DefaultKeyCacheMaxAge, "with -client-auth keys: how long a verified client key is used "+
+		"from this replica's cache before the store is read again; the bound within which a revoked key stops working on a replica that missed "+
+		"the revocation's announcement (while the store is unreachable, cached keys keep working)")
 	overwrite := fs.Bool("config-overwrite", false, "replace the shared store's configuration with -config even when it already holds one")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -134,7 +138,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	auth, err := df.clientAuthOf(admin.NewVerifier(st))
+	withKeys := df.clientAuth == string(extproc.ClientAuthKeys)
+	safety, err := newStoreSafety(st, live, keyCacheOf(withKeys, *keyMaxAge), reg, log)
+	if err != nil {
+		return err
+	}
+	background.Go(func() { safety.guard.Run(bg) })
+	if withKeys && sf.kind == "memory" {
+		log.Warn("client keys are kept in the memory store: they are lost when this process stops, and every client key " +
+			"must then be created again; use -store redis to keep them")
+	}
+	var verifier extproc.KeyVerifier
+	if safety.verifier != nil {
+		verifier = safety.verifier
+	}
+	auth, err := df.clientAuthOf(verifier)
 	if err != nil {
 		return err
 	}
@@ -142,10 +160,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	var checks []func(context.Context) admin.Readiness
-	if st.check != nil {
-		checks = append(checks, st.check)
-	}
+	checks := []func(context.Context) admin.Readiness{safety.check(st)}
 
 	masterKey, err := admin.LoadMasterKey(getenv, *masterKeyFile)
 	if err != nil {
@@ -155,7 +170,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Warn("no master key (" + admin.MasterKeyEnv + " or -master-key-file); authenticated endpoints will refuse every request")
 	}
 	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st,
-		Router: router, Logger: log})
+		Router: router, Gate: safety.guard, Logger: log})
 	if err != nil {
 		dp.stop()
 		return err

@@ -176,6 +176,7 @@ func openStore(f storeFlags, env redisEnv, reg prometheus.Registerer, log *slog.
 			st := res.Status()
 			r := admin.Readiness{Name: "store", Ready: true, Detail: "redis " + f.mode}
 			if st.Degraded {
+				r.Degraded = true
 				// Still ready: every replica degrades together when Redis goes away, and
 				// failing readiness would take the whole fleet out of its load balancer while
 				// it can still route on local state.

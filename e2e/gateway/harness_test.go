@@ -214,7 +214,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		}
 		auth := o.clientAuth
 		if auth.Mode == extproc.ClientAuthKeys && auth.Verifier == nil {
-			auth.Verifier = admin.NewVerifier(st)
+			auth.Verifier = admin.NewVerifier(st, admin.VerifierOptions{})
 		}
 		live := config.NewLive(snap)
 		if n > 1 {

@@ -33,6 +33,25 @@ func TestServerRestartKeepsDataAndPort(t *testing.T) {
 	}
 }
 
+// TestServerCrashRestartsEmpty: Crash then Restart is a Redis without persistence that
+// restarted: same address, no keys, even after a Stop had saved a dump.
+func TestServerCrashRestartsEmpty(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer c.Close()
+	ctx := t.Context()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop() // saves a dump
+	srv.Restart()
+	srv.Crash()
+	srv.Restart()
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("after Crash and Restart: %d keys, %v; want an empty server", n, err)
+	}
+}
+
 func TestPrefixIsUniqueAndBraceFree(t *testing.T) {
 	a, b := redistest.Prefix(t), redistest.Prefix(t)
 	if a == b || strings.ContainsAny(a, "{}") || !strings.HasSuffix(a, ":") {

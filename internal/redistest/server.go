@@ -80,6 +80,23 @@ func (s *Server) Stop() {
 	s.proc = nil
 }
 
+// Crash kills the server (SIGKILL, no save) and removes any dump it left, so Restart comes
+// back empty on the same port: a production Redis without persistence that restarted, which
+// loses every key.
+func (s *Server) Crash() {
+	s.tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return
+	}
+	s.proc.kill()
+	s.proc = nil
+	if err := os.Remove(filepath.Join(s.dir, "dump.rdb")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.tb.Fatalf("remove the dump of redis-server: %v", err)
+	}
+}
+
 // Restart starts the server again on the same port and directory and waits for PING.
 func (s *Server) Restart() {
 	s.tb.Helper()

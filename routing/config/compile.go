@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store"
@@ -23,6 +25,7 @@ func Compile(version uint64, cfg *configv1.Config, secrets map[string]string) (*
 		Groups:      make(map[string]*Group),
 		Chains:      make(map[ChainKey]*Chain, len(cfg.GetFallbackChains())),
 		Policies:    make(map[string]ModelPolicy, len(cfg.GetModelPolicies())),
+		source:      proto.CloneOf(cfg),
 	}
 	for _, src := range cfg.GetDeployments() {
 		d := compileDeployment(src, secrets[src.GetId()])

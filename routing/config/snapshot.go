@@ -3,6 +3,10 @@ package config
 import (
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
+
 	"github.com/switchyard-gw/switchyard/routing/failure"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
@@ -20,6 +24,24 @@ type Snapshot struct {
 	Chains map[ChainKey]*Chain
 	// Policies by public model (SPEC §9.3); absent means the defaults.
 	Policies map[string]ModelPolicy
+	// source is the configuration compiled (a private copy; apiKeys as given), so a replica
+	// can put what it serves back into a store that lost it (Guard, Source).
+	source *configv1.Config
+}
+
+// Source returns a copy of the configuration the snapshot was compiled from, with every
+// deployment's API key, as a store's ReplaceConfig or RestoreConfig takes it.
+func (s *Snapshot) Source() *configv1.Config {
+	cfg := proto.CloneOf(s.source)
+	if cfg == nil {
+		cfg = &configv1.Config{}
+	}
+	for _, d := range cfg.GetDeployments() {
+		if c := s.Deployments[d.GetId()]; c != nil && c.APIKey != "" {
+			d.ApiKey = c.APIKey
+		}
+	}
+	return cfg
 }
 
 // Settings are the router settings in force, typed.

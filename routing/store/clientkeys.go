@@ -10,8 +10,8 @@ import (
 // provider keys must not be an open proxy), shared by every replica. A store keeps a key's
 // hash, never the key: whoever reads the store (a backup, a MONITOR) cannot call the gateway.
 // Keys are not part of the configuration and have no version: a key works on every replica
-// as soon as it is created, and stops on every replica as soon as it is deleted, because the
-// route role reads the store on each check.
+// as soon as it is created; a deletion is announced to every replica (WatchRevocations), so
+// one that caches verified keys drops it at once.
 type ClientKeys interface {
 	// CreateClientKey stores k; ErrExists if its id is taken.
 	CreateClientKey(ctx context.Context, k ClientKey) error
@@ -21,6 +21,11 @@ type ClientKeys interface {
 	ListClientKeys(ctx context.Context) ([]ClientKey, error)
 	// DeleteClientKey removes (revokes) a key; ErrNotFound if there is none.
 	DeleteClientKey(ctx context.Context, id string) error
+	// WatchRevocations delivers the id of every key deleted through any handle onto the
+	// store, until ctx is done. Delivery is best effort (a pub/sub message lost while a
+	// connection was down, a receiver that fell behind): a cache of verified keys must also
+	// re-verify its entries within a bound of its own.
+	WatchRevocations(ctx context.Context) <-chan string
 }
 
 // ClientKey is a client API key as stored.

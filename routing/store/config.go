@@ -29,6 +29,14 @@ type ConfigStore interface {
 	// two operators, or two replicas, can never overwrite each other's change unseen. It
 	// returns ErrVersionConflict, changing nothing, when another write got in first.
 	ReplaceConfigIf(ctx context.Context, expected uint64, cfg *configv1.Config) (uint64, error)
+	// RestoreConfig puts back a configuration the store lost: it replaces everything with cfg
+	// at exactly version, atomically, only while the stored version is below it (absent counts
+	// as 0). A replica calls it with the configuration it serves when the store's version went
+	// backwards (a Redis restarted empty, a failover to a stale replica), so the fleet keeps
+	// that configuration and the next write's version follows it. Of replicas racing to
+	// restore, the one with the highest version wins and the others change nothing. It
+	// returns the stored version afterwards and whether this call wrote it.
+	RestoreConfig(ctx context.Context, version uint64, cfg *configv1.Config) (stored uint64, restored bool, err error)
 	// PutRouterSettings stores the complete effective settings.
 	PutRouterSettings(ctx context.Context, s *configv1.RouterSettings) (uint64, error)
 	// PutDeployment creates or replaces a deployment by id. An empty apiKey keeps the stored

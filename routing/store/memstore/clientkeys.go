@@ -45,12 +45,19 @@ func (s *Store) ListClientKeys(context.Context) ([]store.ClientKey, error) {
 // DeleteClientKey implements store.ClientKeys.
 func (s *Store) DeleteClientKey(_ context.Context, id string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.clients[id]; !ok {
+		s.mu.Unlock()
 		return store.ErrNotFound
 	}
 	delete(s.clients, id)
+	s.mu.Unlock()
+	s.revoked.Notify(id)
 	return nil
+}
+
+// WatchRevocations implements store.ClientKeys.
+func (s *Store) WatchRevocations(ctx context.Context) <-chan string {
+	return s.revoked.Add(ctx)
 }
 
 // cloneClientKey copies the slices, so no caller shares stored state.

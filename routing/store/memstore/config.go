@@ -96,6 +96,23 @@ func (s *Store) ReplaceConfigIf(_ context.Context, expected uint64, cfg *configv
 	})
 }
 
+// RestoreConfig implements store.ConfigStore. One process holds the memory store and serves
+// from it, so its version never goes backwards; the method exists for the interface's
+// contract (and the conformance suite).
+func (s *Store) RestoreConfig(_ context.Context, version uint64, cfg *configv1.Config) (uint64, bool, error) {
+	s.mu.Lock()
+	if s.config.version >= version {
+		v := s.config.version
+		s.mu.Unlock()
+		return v, false, nil
+	}
+	s.config.replace(cfg)
+	s.config.version = version
+	s.mu.Unlock()
+	s.watchers.Notify(version)
+	return version, true, nil
+}
+
 // replace swaps in cfg; deployments without an apiKey keep their stored secret.
 func (c *configState) replace(cfg *configv1.Config) {
 	old, version := c.secrets, c.version

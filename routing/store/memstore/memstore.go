@@ -21,6 +21,7 @@ type Store struct {
 	config   configState
 	clients  map[string]store.ClientKey
 	watchers store.Broadcaster
+	revoked  store.Fanout
 }
 
 var _ store.Store = (*Store)(nil)
@@ -38,6 +39,7 @@ func New() *Store {
 // Close implements store.Store.
 func (s *Store) Close() error {
 	s.watchers.Close()
+	s.revoked.Close()
 	return nil
 }
 

@@ -75,18 +75,54 @@ func (s *Store) ListClientKeys(ctx context.Context) ([]store.ClientKey, error) {
 	return out, nil
 }
 
-// DeleteClientKey implements store.ClientKeys.
+// DeleteClientKey implements store.ClientKeys: HDEL and the revocation's PUBLISH in one
+// MULTI, so no key is gone without its announcement being sent (an id published for a key
+// that did not exist only makes caches drop nothing).
 func (s *Store) DeleteClientKey(ctx context.Context, id string) error {
 	ctx, cancel := s.cfgCtx(ctx)
 	defer cancel()
-	n, err := s.rdb.HDel(ctx, s.keys.clientKeys(), id).Result()
+	var del *redis.IntCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		del = p.HDel(ctx, s.keys.clientKeys(), id)
+		if s.opts.publish {
+			p.Publish(ctx, s.keys.revokedChannel(), id)
+		}
+		return nil
+	})
 	if err != nil {
 		return unavailable("delete client key", err)
 	}
-	if n == 0 {
+	if del.Val() == 0 {
 		return store.ErrNotFound
 	}
 	return nil
+}
+
+// WatchRevocations implements store.ClientKeys by pub/sub on the revocation channel. The
+// first call starts one subscriber per Store (go-redis resubscribes after a reconnect); ids
+// published while it was down are lost, which the interface allows.
+func (s *Store) WatchRevocations(ctx context.Context) <-chan string {
+	s.revokeOnce.Do(func() {
+		ps := s.rdb.Subscribe(s.bg, s.keys.revokedChannel())
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { _ = ps.Close() }()
+			msgs := ps.Channel()
+			for {
+				select {
+				case <-s.bg.Done():
+					return
+				case m, ok := <-msgs:
+					if !ok {
+						return
+					}
+					s.revoked.Notify(m.Payload)
+				}
+			}
+		}()
+	})
+	return s.revoked.Add(ctx)
 }
 
 func decodeClientKey(id string, b []byte) (store.ClientKey, error) {

@@ -122,11 +122,45 @@ func (s *Store) ReplaceConfigIf(ctx context.Context, expected uint64, cfg *confi
 
 // replace runs lua/config_replace.lua; expected is empty for an unconditional replace.
 func (s *Store) replace(ctx context.Context, op, expected string, cfg *configv1.Config) (uint64, error) {
-	args := []any{s.channel(), expected}
+	args, err := configArgs([]any{s.channel(), expected}, cfg)
+	if err != nil {
+		return 0, err
+	}
+	return s.configWrite(ctx, op, s.scripts.configReplace, s.configKeys(), args...)
+}
+
+// RestoreConfig implements store.ConfigStore with lua/config_restore.lua, which checks the
+// stored version and writes in one script.
+func (s *Store) RestoreConfig(ctx context.Context, version uint64, cfg *configv1.Config) (uint64, bool, error) {
+	args, err := configArgs([]any{s.channel(), strconv.FormatUint(version, 10)}, cfg)
+	if err != nil {
+		return 0, false, err
+	}
+	ctx, cancel := s.cfgCtx(ctx)
+	defer cancel()
+	reply, err := s.scripts.configRestore.Run(ctx, s.rdb, s.configKeys(), args...).Int64Slice()
+	if err != nil {
+		return 0, false, unavailable("restore config", err)
+	}
+	if len(reply) != 2 {
+		return 0, false, fmt.Errorf("redisstore: restore config: reply %v", reply)
+	}
+	return uint64(reply[1]), reply[0] == 1, nil
+}
+
+// configKeys are the keys of the whole-configuration scripts, in their KEYS order.
+func (s *Store) configKeys() []string {
+	k := s.keys
+	return []string{k.configVersion(), k.configSettings(), k.configDeployments(), k.configSecrets(),
+		k.configChains(), k.configPolicies()}
+}
+
+// configArgs appends cfg to args in the order replace_all (lua/config_common.lua) reads it.
+func configArgs(args []any, cfg *configv1.Config) ([]any, error) {
 	if rs := cfg.GetRouterSettings(); rs != nil {
 		b, err := encode(rs)
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: replace config: router settings: %w", err)
+			return nil, fmt.Errorf("redisstore: config: router settings: %w", err)
 		}
 		args = append(args, "1", b)
 	} else {
@@ -136,7 +170,7 @@ func (s *Store) replace(ctx context.Context, op, expected string, cfg *configv1.
 	for _, d := range cfg.GetDeployments() {
 		b, err := marshalDeployment(d)
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: replace config: %w", err)
+			return nil, fmt.Errorf("redisstore: config: %w", err)
 		}
 		args = append(args, d.GetId(), b, d.GetApiKey())
 	}
@@ -144,7 +178,7 @@ func (s *Store) replace(ctx context.Context, op, expected string, cfg *configv1.
 	for _, c := range cfg.GetFallbackChains() {
 		b, err := encode(c)
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: replace config: fallback chain: %w", err)
+			return nil, fmt.Errorf("redisstore: config: fallback chain: %w", err)
 		}
 		args = append(args, chainField(c.GetPublicModel(), c.GetReason()), b)
 	}
@@ -152,15 +186,11 @@ func (s *Store) replace(ctx context.Context, op, expected string, cfg *configv1.
 	for _, p := range cfg.GetModelPolicies() {
 		b, err := encode(p)
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: replace config: model policy: %w", err)
+			return nil, fmt.Errorf("redisstore: config: model policy: %w", err)
 		}
 		args = append(args, p.GetPublicModel(), b)
 	}
-	k := s.keys
-	return s.configWrite(ctx, op, s.scripts.configReplace, []string{
-		k.configVersion(), k.configSettings(), k.configDeployments(), k.configSecrets(),
-		k.configChains(), k.configPolicies(),
-	}, args...)
+	return args, nil
 }
 
 // PutRouterSettings implements store.ConfigStore.

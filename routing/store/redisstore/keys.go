@@ -45,6 +45,10 @@ func (k keyspace) configPolicies() string    { return k.prefix + "{cfg}:policies
 // configuration, hence under {cfg}, though not versioned with it.
 func (k keyspace) clientKeys() string { return k.prefix + "{cfg}:clientkeys" }
 
+// revokedChannel carries the id of every client key deleted (WatchRevocations), so replicas
+// that cache verified keys drop it at once. Plain, like configChannel.
+func (k keyspace) revokedChannel() string { return k.prefix + "{cfg}:clientkeys:revoked" }
+
 // configChannel is the pub/sub channel that carries new config versions. It is a plain
 // (not sharded) channel: PUBLISH reaches subscribers on every node of a cluster.
 func (k keyspace) configChannel() string { return k.prefix + "{cfg}:changed" }

@@ -30,12 +30,14 @@ type Store struct {
 	// Sentinel) can: on a Cluster the keys span slots, so the read is a pipeline of GETs.
 	mget bool
 
-	watchers  store.Broadcaster
-	watchOnce sync.Once
-	bg        context.Context // cancelled by Close: stops the config watcher
-	stop      context.CancelFunc
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	watchers   store.Broadcaster
+	watchOnce  sync.Once
+	revoked    store.Fanout // client key revocations (clientkeys.go)
+	revokeOnce sync.Once
+	bg         context.Context // cancelled by Close: stops the config and revocation watchers
+	stop       context.CancelFunc
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -179,6 +181,7 @@ func (s *Store) Close() error {
 		s.stop()
 		s.wg.Wait()
 		s.watchers.Close()
+		s.revoked.Close()
 		if cerr := s.rdb.Close(); cerr != nil {
 			err = fmt.Errorf("redisstore: close client: %w", cerr)
 		}

@@ -302,15 +302,39 @@ func (r *Resilient) ReplaceConfig(ctx context.Context, cfg *configv1.Config) (ui
 	return r.write(ctx, func() (uint64, error) { return r.remote.ReplaceConfig(ctx, cfg) })
 }
 
-// CreateClientKey implements store.ClientKeys (Redis only: keys have no local copy, so a
-// replica that cannot reach Redis cannot verify keys either).
+// RestoreConfig implements store.ConfigStore (Redis only: it puts back what Redis lost).
+func (r *Resilient) RestoreConfig(ctx context.Context, version uint64, cfg *configv1.Config) (uint64, bool, error) {
+	v, restored, err := r.remote.RestoreConfig(ctx, version, cfg)
+	if err != nil {
+		r.fail(ctx, err)
+	}
+	return v, restored, err
+}
+
+// CreateClientKey implements store.ClientKeys (Redis only: keys have no local copy; the
+// route role's verifier caches the keys it verified, admin.Verifier).
 func (r *Resilient) CreateClientKey(ctx context.Context, k store.ClientKey) error {
 	return r.remote.CreateClientKey(ctx, k)
 }
 
-// ClientKey implements store.ClientKeys (Redis only).
+// ClientKey implements store.ClientKeys (Redis only). While degraded it fails at once with
+// store.ErrUnavailable instead of waiting one timeout per call for an unreachable Redis: it
+// is on the request path, and the verifier serves the keys it knows from its cache. A
+// failure degrades the wrapper like a routing call's.
 func (r *Resilient) ClientKey(ctx context.Context, id string) (store.ClientKey, error) {
-	return r.remote.ClientKey(ctx, id)
+	if r.degraded.Load() {
+		return store.ClientKey{}, fmt.Errorf("redisstore: client key: Redis unreachable: %w", store.ErrUnavailable)
+	}
+	k, err := r.remote.ClientKey(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		r.fail(ctx, err)
+	}
+	return k, err
+}
+
+// WatchRevocations implements store.ClientKeys (Redis's announcements).
+func (r *Resilient) WatchRevocations(ctx context.Context) <-chan string {
+	return r.remote.WatchRevocations(ctx)
 }
 
 // ListClientKeys implements store.ClientKeys (Redis only).

@@ -17,6 +17,7 @@ var luaFS embed.FS
 type scripts struct {
 	start, finish, probe, capacity, release *luaScript
 	configPut, configDelete, configReplace  *luaScript
+	configRestore                           *luaScript
 }
 
 // luaScript keeps the source beside the go-redis Script, for the EVAL fallback in pipelines.
@@ -47,6 +48,7 @@ func loadScripts() (scripts, error) {
 		configPut:     newScript(configCommon + read("config_put.lua")),
 		configDelete:  newScript(configCommon + read("config_delete.lua")),
 		configReplace: newScript(configCommon + read("config_replace.lua")),
+		configRestore: newScript(configCommon + read("config_restore.lua")),
 	}
 	if err != nil {
 		return scripts{}, fmt.Errorf("redisstore: load Lua scripts: %w", err)

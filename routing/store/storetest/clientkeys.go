@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
@@ -52,6 +53,36 @@ func runClientKeys(t *testing.T, f Factory) {
 		}
 		if err := s.DeleteClientKey(ctx(t), "k1"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("second delete: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("RevocationsReachEveryReplica", func(t *testing.T) {
+		s, replica := open(t, f)
+		other := replica()
+		watch := other.WatchRevocations(t.Context())
+		for _, id := range []string{"r1", "r2"} {
+			if err := s.CreateClientKey(ctx(t), store.ClientKey{ID: id, Hash: []byte{3}, CreatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The subscription of a shared store may take a moment: revoke until announced.
+		timeout := time.After(10 * time.Second)
+		for _, id := range []string{"r1", "r2"} {
+			if err := s.DeleteClientKey(ctx(t), id); err != nil {
+				t.Fatal(err)
+			}
+			for got := ""; got != id; {
+				select {
+				case got = <-watch:
+				case <-time.After(200 * time.Millisecond):
+					if id == "r1" { // not subscribed yet: the announcement was lost, try a new key
+						_ = s.CreateClientKey(ctx(t), store.ClientKey{ID: id, Hash: []byte{3}, CreatedAt: t0})
+						_ = s.DeleteClientKey(ctx(t), id)
+					}
+				case <-timeout:
+					t.Fatalf("revocation of %s not announced within 10s", id)
+				}
+			}
 		}
 	})
 

@@ -196,6 +196,72 @@ func runConfig(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("RestoreOnlyWhenBehindHighestWins", func(t *testing.T) {
+		s, replica := open(t, f)
+		cfgOf := func(id string) *configv1.Config {
+			return &configv1.Config{Deployments: []*configv1.Deployment{deployment(id, "m", "sk-"+id)}}
+		}
+		// An empty store is behind any served version: restored at exactly that version, the
+		// keys included.
+		v, restored, err := s.RestoreConfig(ctx(t), 7, cfgOf("served"))
+		if err != nil || !restored || v != 7 {
+			t.Fatalf("RestoreConfig(7) on an empty store = %d, %v, %v; want 7, restored", v, restored, err)
+		}
+		snap := load(t, s)
+		if snap.Version != 7 || len(snap.Config.GetDeployments()) != 1 || snap.Secrets["served"] != "sk-served" {
+			t.Fatalf("after restore: version %d, %v, secrets %v", snap.Version, snap.Config, redacted(snap.Secrets))
+		}
+		// Not behind (equal or newer): nothing changes.
+		for _, old := range []uint64{7, 6} {
+			v, restored, err := replica().RestoreConfig(ctx(t), old, cfgOf("stale"))
+			if err != nil || restored || v != 7 {
+				t.Fatalf("RestoreConfig(%d) at version 7 = %d, %v, %v; want 7, not restored", old, v, restored, err)
+			}
+		}
+		// The next write follows the restored version.
+		if v, err := s.ReplaceConfigIf(ctx(t), 7, cfgOf("next")); err != nil || v != 8 {
+			t.Fatalf("write after the restore = %d, %v; want version 8", v, err)
+		}
+		// Replicas racing with different served versions: the highest is what stays, and
+		// exactly one call restores it.
+		_, replica2 := open(t, f)
+		const n = 6
+		var wg sync.WaitGroup
+		type result struct {
+			v        uint64
+			restored bool
+			err      error
+		}
+		res := make([]result, n)
+		for i := range n {
+			r := replica2()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ver := uint64(10 + i%3) // 10, 11, 12 twice each
+				v, ok, err := r.RestoreConfig(ctx(t), ver, cfgOf(fmt.Sprintf("r%d", ver)))
+				res[i] = result{v, ok, err}
+			}()
+		}
+		wg.Wait()
+		won12 := 0
+		for i, r := range res {
+			if r.err != nil {
+				t.Fatalf("racing restore: %v", r.err)
+			}
+			if r.restored && r.v == 12 {
+				won12++
+			}
+			if !r.restored && r.v < uint64(10+i%3) {
+				t.Fatalf("restore of %d refused with stored version %d below it", 10+i%3, r.v)
+			}
+		}
+		got := load(t, replica2())
+		if won12 != 1 || got.Version != 12 || len(got.Config.GetDeployments()) != 1 || got.Config.GetDeployments()[0].GetId() != "r12" {
+			t.Fatalf("after the race: %d restores of 12, version %d, %v; want one, 12 and r12", won12, got.Version, got.Config)
+		}
+	})
+
 	t.Run("ChangesReachEveryReplica", func(t *testing.T) {
 		s, replica := open(t, f)
 		other := replica()
