@@ -95,7 +95,8 @@ type AttemptFinish struct {
 	TotalTokens      int64
 	// Reserved is the reservation the attempt's request was counted under (zero: none). Its
 	// token estimate leaves the minute it was counted in, if that minute is still the
-	// current one, whatever the outcome; a success then adds TotalTokens as usual.
+	// current one, whatever the outcome, when this finish ends the attempt's live in-flight
+	// entry (so once per attempt); a success then adds TotalTokens as usual.
 	Reserved ReservedTokens
 	// RetryAfter is the provider's Retry-After for throttles.
 	RetryAfter time.Duration

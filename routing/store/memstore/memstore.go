@@ -148,9 +148,12 @@ func (s *Store) FinishAttempt(_ context.Context, f store.AttemptFinish) (store.T
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.dep(f.DeploymentID)
+	exp, live := d.inFlight[f.AttemptID]
+	live = live && f.Now.Before(exp)
 	delete(d.inFlight, f.AttemptID)
-	if f.Reserved.Tokens > 0 && d.minute == store.MinuteOf(f.Reserved.At) {
-		// The estimate gives way to the real usage (a success adds it below).
+	if live && f.Reserved.Tokens > 0 && d.minute == store.MinuteOf(f.Reserved.At) {
+		// The estimate gives way to the real usage (a success adds it below), once: an
+		// attempt may be finished twice (its attempt role and the trampoline).
 		d.tpm = max(d.tpm-f.Reserved.Tokens, 0)
 	}
 

@@ -18,6 +18,14 @@ func reserve(t *testing.T, s store.Store, r store.Reservation) bool {
 	return ok
 }
 
+// startReserved starts attempt id on d1 at t0 as a reservation's attempt.
+func startReserved(t *testing.T, s store.Store, id string) {
+	t.Helper()
+	if err := s.StartAttempt(ctx(t), store.AttemptStart{DeploymentID: "d1", AttemptID: id, Now: t0, Expires: t0.Add(time.Hour), Reserved: true}); err != nil {
+		t.Fatalf("StartAttempt: %v", err)
+	}
+}
+
 // runLimits holds stores to behaviour §4.1's hard limits: a reservation checks and counts in
 // one step, whoever asks at the same moment.
 func runLimits(t *testing.T, f Factory) {
@@ -64,10 +72,18 @@ func runLimits(t *testing.T, f Factory) {
 		}
 		// Outcomes replace the estimates: a success with 10 real tokens, a failure with none.
 		res := store.ReservedTokens{At: t0, Tokens: 30}
-		finish(t, s, store.AttemptFinish{DeploymentID: "d1", RequestID: "r1", Now: t0.Add(time.Second), Effect: store.EffectSuccess,
-			Settings: settings(), Latency: time.Second, TotalTokens: 10, Reserved: res})
-		finish(t, s, store.AttemptFinish{DeploymentID: "d1", RequestID: "r2", Now: t0.Add(time.Second), Effect: store.EffectTransient,
-			Settings: settings(), Reserved: res})
+		startReserved(t, s, "a1")
+		startReserved(t, s, "a2")
+		success := store.AttemptFinish{DeploymentID: "d1", AttemptID: "a1", RequestID: "r1", Now: t0.Add(time.Second), Effect: store.EffectSuccess,
+			Settings: settings(), Latency: time.Second, TotalTokens: 10, Reserved: res}
+		failure := store.AttemptFinish{DeploymentID: "d1", AttemptID: "a2", RequestID: "r2", Now: t0.Add(time.Second), Effect: store.EffectTransient,
+			Settings: settings(), Reserved: res}
+		finish(t, s, success)
+		finish(t, s, failure)
+		// A second finish of an attempt (its attempt role and the trampoline both end a
+		// transport failure) gives nothing back again.
+		failure.Effect = store.EffectNeutral
+		finish(t, s, failure)
 		if m := state(t, s, "d1", "", t0.Add(time.Second)).Metrics; m.TPM != 70 || m.RPM != 4 {
 			t.Fatalf("after two outcomes tpm=%d rpm=%d, want 120-30+10-30 = 70 and 4", m.TPM, m.RPM)
 		}
@@ -112,7 +128,8 @@ func runLimits(t *testing.T, f Factory) {
 		if err := s.Unreserve(ctx(t), r); err != nil {
 			t.Fatal(err)
 		}
-		finish(t, s, store.AttemptFinish{DeploymentID: "d1", RequestID: "late", Now: t0.Add(time.Minute + time.Second), Effect: store.EffectSuccess,
+		startReserved(t, s, "late")
+		finish(t, s, store.AttemptFinish{DeploymentID: "d1", AttemptID: "late", RequestID: "late", Now: t0.Add(time.Minute + time.Second), Effect: store.EffectSuccess,
 			Settings: settings(), Latency: time.Second, TotalTokens: 25, Reserved: store.ReservedTokens{At: t0, Tokens: 40}})
 		if m := state(t, s, "d1", "", t0.Add(time.Minute)).Metrics; m.RPM != 1 || m.TPM != 7+25 {
 			t.Fatalf("next minute rpm=%d tpm=%d, want 1 and %d (the last minute's reservations stay there)", m.RPM, m.TPM, 7+25)

@@ -179,14 +179,17 @@ end
 local st = load_state(K_STATE)
 local c = st.c
 local inf, infx = st.inf, st.infx
+local live = redis.call('ZSCORE', K_INFLIGHT, attempt)
 redis.call('ZREM', K_INFLIGHT, attempt)
+live = live and tonumber(live) > now
 prune(K_INFLIGHT, now)
 summarize(K_INFLIGHT, st)
 local dirty = st.inf ~= inf or st.infx ~= infx
 local ttl = tonumber(ARGV[17])
 local reserved = tonumber(ARGV[21])
-if reserved > 0 and st.m == tonumber(ARGV[22]) then
-  -- The estimate gives way to the real usage (a success adds it below).
+if live and reserved > 0 and st.m == tonumber(ARGV[22]) then
+  -- The estimate gives way to the real usage (a success adds it below), once: an attempt
+  -- may be finished twice (its attempt role and the trampoline).
   st.tpm = math.max(st.tpm - reserved, 0)
   dirty = true
 end
