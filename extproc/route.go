@@ -212,6 +212,7 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 		p.s.log.Info("waiting before the next attempt", "request", p.requestID, "deployment", d.Deployment.ID,
 			"wait_ms", d.Wait.Milliseconds(), "move", d.Move.String())
 		if err := p.stream.Send(announceWait(d.Wait + p.s.opts.WaitMargin)); err != nil {
+			p.s.router.Unreserve(ctx, &d)
 			return err
 		}
 		select {
