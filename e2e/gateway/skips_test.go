@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -216,5 +217,47 @@ func TestCapabilitySkipIsVisible(t *testing.T) {
 	}
 	if n := g.skipsTotal("gpt-4o", "capability"); n != 1 {
 		t.Errorf("switchyard_skips_total{reason=capability} = %v, want 1", n)
+	}
+}
+
+// TestCancelDuringWaitGivesTheReservationBack: the retry decided before a backoff reserved
+// its request in lim's minute; the client leaves during the wait, the attempt is never sent,
+// and the minute gets it back.
+func TestCancelDuringWaitGivesTheReservationBack(t *testing.T) {
+	g := startGateway(t, []deployment{{ID: "lim", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI, RPMLimit: 10}}, gatewayOptions{})
+	insideOneMinute(t)
+	rpm := func() int64 {
+		out := make([]store.DeploymentState, 1)
+		if err := g.store.ReadStates(context.Background(), time.Now(), []store.DeploymentRef{{ID: "lim", Domain: store.DomainOf("lim", "")}}, out); err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Metrics.RPM
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+"/v1/chat/completions", strings.NewReader(chatBody))
+		if err != nil {
+			done <- err
+			return
+		}
+		req.Header.Set(fakeprovider.FaultHeader, "status=500; retry-after=20")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	eventually(t, "the retry wait", func() bool { return strings.Contains(g.logs.String(), "waiting before the next attempt") })
+	if n := rpm(); n != 2 {
+		t.Fatalf("rpm during the wait = %d, want 2 (the first attempt and the retry's reservation)", n)
+	}
+	cancel()
+	<-done
+	eventually(t, "the route role noticing the cancel", func() bool {
+		return strings.Contains(g.logs.String(), "request cancelled during a retry wait")
+	})
+	if n := rpm(); n != 1 {
+		t.Fatalf("rpm after the cancel = %d, want 1: the retry was never sent", n)
 	}
 }
