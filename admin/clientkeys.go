@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -49,28 +48,29 @@ func NewVerifier(ks store.ClientKeys, opts VerifierOptions) *Verifier {
 // CachedKeys is the number of keys the verifier holds (for readiness).
 func (v *Verifier) CachedKeys() int { return v.cache.size() }
 
-// Verify checks a presented key (the bearer token or x-api-key of a client request) and
-// whether it may call model. ok false means unknown, malformed or revoked (the client
-// dialect's 401); ok with allowed false means the key's allow-list does not hold model
-// (403). err is a store failure for a key not in the cache (the key could not be checked). The hash comparison is
-// constant-time; which ids exist is not secret.
-func (v *Verifier) Verify(ctx context.Context, presented, model string) (ok, allowed bool, err error) {
+// Verify checks a presented key (the bearer token or x-api-key of a client request). ok
+// false means unknown, malformed or revoked (the client dialect's 401); with ok, models is
+// the key's allow-list of public models (empty: every model), which the route role applies
+// to the requested model (403) and to its fallbacks (skipped). err is a store failure (a key not
+// in the cache could not be checked). The hash comparison is constant-time; which ids exist is not
+// secret.
+func (v *Verifier) Verify(ctx context.Context, presented string) (ok bool, models []string, err error) {
 	id, ok := clientKeyID(presented)
 	if !ok {
-		return false, false, nil
+		return false, nil, nil
 	}
 	k, err := v.cache.lookup(ctx, v.keys, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, false, nil
+		return false, nil, nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("verifying client key %s: %w", id, err)
+		return false, nil, fmt.Errorf("verifying client key %s: %w", id, err)
 	}
 	sum := sha256.Sum256([]byte(presented))
 	if subtle.ConstantTimeCompare(sum[:], k.Hash) != 1 {
-		return false, false, nil
+		return false, nil, nil
 	}
-	return true, len(k.Models) == 0 || slices.Contains(k.Models, model), nil
+	return true, k.Models, nil
 }
 
 // clientKeyID extracts the id of a well-formed key.

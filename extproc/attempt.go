@@ -80,6 +80,9 @@ type attemptProcessor struct {
 	// started: StartAttempt ran, so FinishAttempt must run exactly once.
 	started, finished bool
 	attemptID         string
+	// reserved is the share of the deployment's minute the route role reserved for this
+	// attempt (behaviour §4.1); its outcome settles it.
+	reserved          store.ReservedTokens
 	startedAt, sentAt time.Time
 	unified           bool
 	transport         failure.Transport // what the trampoline attempt knows of the failure
@@ -181,9 +184,10 @@ func (p *attemptProcessor) onRequestHeaders(ctx context.Context, m *extprocv3.Pr
 		p.s.log.Error("attempt cannot be made", "request", p.requestID, "trampoline", p.trampoline, "err", p.broken)
 	} else if !p.trampoline {
 		p.attemptID = p.state.GetCurrent().GetAttemptId()
+		p.reserved = reservedOf(p.state.GetCurrent())
 		deadline := time.Unix(0, p.state.GetDeadlineUnixNano())
 		p.startedAt = p.s.router.Now()
-		if err := p.s.router.StartAttempt(ctx, p.dep, p.attemptID, deadline); err != nil {
+		if err := p.s.router.StartAttempt(ctx, p.dep, p.attemptID, deadline, p.reserved); err != nil {
 			p.s.log.Warn("recording the attempt start failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
 		}
 		p.started = true
@@ -501,13 +505,14 @@ func (p *attemptProcessor) finishServed(latency time.Duration, completion, total
 	t := p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassNone, Status: p.status},
 		Latency: latency, CompletionTokens: completion, TotalTokens: total})
 	cur := p.state.GetCurrent()
-	attrs := append(make([]slog.Attr, 0, 11+len(extra)), slog.String("request", p.requestID),
+	attrs := append(make([]slog.Attr, 0, 12+len(extra)), slog.String("request", p.requestID),
 		slog.String("model", p.state.GetPublicModel()), slog.String("served_model", cur.GetModel()),
 		slog.String("deployment", cur.GetDeploymentId()), slog.Int("status", p.status),
 		slog.Int("attempts", len(p.state.GetAttempts())+1), slog.Bool("fallback_used", cur.GetModel() != p.state.GetPublicModel()),
 		slog.Int64("latency_ms", latency.Milliseconds()), slog.Int64("completion_tokens", completion),
 		slog.String("circuit", transitionName(t)),
-		slog.Int64("total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds()))
+		slog.Int64("total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds()),
+		skippedAttr(stateSkips(p.state)))
 	attrs = append(attrs, extra...)
 	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "request served", attrs...)
 }
@@ -518,7 +523,7 @@ func (p *attemptProcessor) finish(res routing.Result) store.Transition {
 		return store.Transition{}
 	}
 	p.finished = true
-	res.Started = p.startedAt
+	res.Started, res.Reserved = p.startedAt, p.reserved
 	return p.s.finishAttempt(context.Background(), p.requestID, &p.req, p.dep, p.attemptID, res)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,10 +31,11 @@ const (
 )
 
 // KeyVerifier checks a client key; admin.Verifier implements it. ok false: unknown,
-// malformed or revoked key (401); allowed false: the key may not call model (403); err: the
-// key could not be checked (503, fail closed).
+// malformed or revoked key (401); models: the key's allow-list of public models, empty for
+// every model (a model outside it is a 403, and a fallback to it is skipped); err: the key
+// could not be checked (503, fail closed).
 type KeyVerifier interface {
-	Verify(ctx context.Context, key, model string) (ok, allowed bool, err error)
+	Verify(ctx context.Context, key string) (ok bool, models []string, err error)
 }
 
 // ClientAuth configures client access.
@@ -112,20 +114,22 @@ func (p *routeProcessor) missingKey() *dialect.Error {
 }
 
 // authorize checks the client's key for model ("" for the model listing, where any valid
-// key will do); nil means go on. Never logs the key.
-func (p *routeProcessor) authorize(ctx context.Context, model string) *dialect.Error {
+// key will do); a nil error means go on, and models is the key's allow-list (nil: every
+// model). Never logs the key.
+func (p *routeProcessor) authorize(ctx context.Context, model string) (models []string, _ *dialect.Error) {
 	if !p.needsKey() {
-		return nil
+		return nil, nil
 	}
 	key, _ := clientKey(p.headers, p.route.Family)
 	if key == "" {
 		p.authRejected("missing", model)
-		return unauthorized(p.route.Family, "Missing API key: send it as `Authorization: Bearer <key>` or `x-api-key`.")
+		return nil, unauthorized(p.route.Family, "Missing API key: send it as `Authorization: Bearer <key>` or `x-api-key`.")
 	}
-	ok, allowed, err := false, false, errNoVerifier
+	ok, err := false, errNoVerifier
 	if v := p.s.opts.ClientAuth.Verifier; v != nil {
-		ok, allowed, err = v.Verify(ctx, key, model)
+		ok, models, err = v.Verify(ctx, key)
 	}
+	allowed := len(models) == 0 || slices.Contains(models, model)
 	switch {
 	case err != nil:
 		// Fail closed: a gateway that cannot check keys must not become an open proxy. The
@@ -136,17 +140,17 @@ func (p *routeProcessor) authorize(ctx context.Context, model string) *dialect.E
 				"model", model, "err", err, "refused_since_last_line", held, "interval", authErrorLogInterval)
 		}
 		p.s.metric.clientRejected("unavailable")
-		return &dialect.Error{Family: p.route.Family, Status: http.StatusServiceUnavailable, Code: CodeAuthUnavailable,
+		return nil, &dialect.Error{Family: p.route.Family, Status: http.StatusServiceUnavailable, Code: CodeAuthUnavailable,
 			Message: "The gateway could not check the API key; try again later."}
 	case !ok:
 		p.authRejected("invalid", model)
-		return unauthorized(p.route.Family, "Incorrect API key provided.")
+		return nil, unauthorized(p.route.Family, "Incorrect API key provided.")
 	case !allowed && model != "":
 		p.authRejected("model_not_allowed", model)
-		return &dialect.Error{Family: p.route.Family, Status: http.StatusForbidden, Code: CodeModelNotAllowed, Param: "model",
+		return nil, &dialect.Error{Family: p.route.Family, Status: http.StatusForbidden, Code: CodeModelNotAllowed, Param: "model",
 			Message: "This API key may not use the model `" + model + "`."}
 	}
-	return nil
+	return models, nil
 }
 
 func (p *routeProcessor) authRejected(reason, model string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,27 +21,27 @@ type fakeVerifier struct {
 	mu    sync.Mutex
 	keys  map[string][]string
 	err   error
-	calls []string // the models asked about
+	calls int
 }
 
-func (v *fakeVerifier) Verify(_ context.Context, key, model string) (bool, bool, error) {
+func (v *fakeVerifier) Verify(_ context.Context, key string) (bool, []string, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.calls = append(v.calls, model)
+	v.calls++
 	if v.err != nil {
-		return false, false, v.err
+		return false, nil, v.err
 	}
 	models, ok := v.keys[key]
 	if !ok {
-		return false, false, nil
+		return false, nil, nil
 	}
-	return true, models == nil || slices.Contains(models, model), nil
+	return true, models, nil
 }
 
 func (v *fakeVerifier) called() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return len(v.calls)
+	return v.calls
 }
 
 // keysRig is a rig whose route role checks keys with v; its logs go to the returned buffer.

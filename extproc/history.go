@@ -8,6 +8,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // Conversions between the sealed state and the routing core's types. The proto enums are the
@@ -49,7 +50,7 @@ func requestOf(st *statev1.State) (routing.Request, error) {
 	}
 	return routing.Request{
 		ID: st.GetRequestId(), Model: st.GetPublicModel(), Operation: config.Operation(op - 1),
-		Stream: stream, Start: time.Unix(0, st.GetStartUnixNano()).UTC(),
+		Stream: stream, Start: time.Unix(0, st.GetStartUnixNano()).UTC(), Models: st.GetAllowedModels(),
 	}, nil
 }
 
@@ -71,7 +72,7 @@ func historyOf(st *statev1.State) (*routing.History, error) {
 	if n := len(st.GetSkips()); n > 0 {
 		h.Skips = make([]routing.Skip, n)
 		for i, s := range st.GetSkips() {
-			h.Skips[i] = routing.Skip{Deployment: s.GetDeploymentId(), Model: s.GetModel(), Why: s.GetReason()}
+			h.Skips[i] = skipOf(s)
 		}
 	}
 	return h, nil
@@ -96,7 +97,7 @@ func putHistory(st *statev1.State, h *routing.History) {
 	}
 	st.Skips = make([]*statev1.Skip, len(h.Skips))
 	for i, s := range h.Skips {
-		st.Skips[i] = &statev1.Skip{DeploymentId: s.Deployment, Model: s.Model, Reason: s.Why}
+		st.Skips[i] = skipProto(s)
 	}
 }
 
@@ -105,7 +106,7 @@ func putHistory(st *statev1.State, h *routing.History) {
 func beginAttempt(st *statev1.State, d *routing.Decision, attemptID string, now time.Time, hop uint32) {
 	st.Reason = statev1.FallbackReason(d.Reason) + 1
 	for _, s := range d.Skips {
-		st.Skips = append(st.Skips, &statev1.Skip{DeploymentId: s.Deployment, Model: s.Model, Reason: s.Why})
+		st.Skips = append(st.Skips, skipProto(s))
 	}
 	st.Current = &statev1.Current{
 		DeploymentId:   d.Deployment.ID,
@@ -119,7 +120,19 @@ func beginAttempt(st *statev1.State, d *routing.Decision, attemptID string, now 
 		Pick:           d.Pick.String(),
 		AllOpenTry:     d.AllOpenTry,
 		ReasonFrom:     d.ReasonFrom,
+		ReservedTokens: d.Reserved.Tokens,
 	}
+	if !d.Reserved.At.IsZero() {
+		st.Current.ReservedUnixNano = d.Reserved.At.UnixNano()
+	}
+}
+
+// reservedOf is the reservation the attempt under way was decided with.
+func reservedOf(c *statev1.Current) store.ReservedTokens {
+	if c.GetReservedUnixNano() == 0 {
+		return store.ReservedTokens{}
+	}
+	return store.ReservedTokens{At: time.Unix(0, c.GetReservedUnixNano()), Tokens: c.GetReservedTokens()}
 }
 
 // chosenAs copies how the router chose the attempt under way onto its record.

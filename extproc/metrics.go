@@ -26,6 +26,7 @@ type Metrics struct {
 	circuits     *prometheus.CounterVec
 	ttft         *prometheus.HistogramVec
 	clientAuth   *prometheus.CounterVec
+	skips        *prometheus.CounterVec
 }
 
 // NewMetrics registers the data plane's metrics with reg.
@@ -76,7 +77,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help:    "Time from the request going upstream to the first committing stream frame (content, reasoning or tool call).",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
 	}, []string{"gen_ai_request_model", "gen_ai_provider_name", "switchyard_deployment"})
-	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth)
+	// Labelled by the requested public model and the cause only (routing.SkipCauses): the
+	// deployment is in the request's log record and unified_routing, not in a series.
+	m.skips = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_skips_total",
+		Help: "Deployments and fallback models passed over by routing, by requested model and reason (capability, policy, limit, unserved), once per request and target.",
+	}, []string{"gen_ai_request_model", "reason"})
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.skips)
 	return m
 }
 
@@ -115,6 +122,17 @@ func (m *Metrics) requestStopped(model string, s *routing.StopError) {
 		return
 	}
 	m.stops.WithLabelValues(model, s.Code, strconv.Itoa(s.Status)).Inc()
+}
+
+// skipped counts the skips a decision recorded (each target once per request: a decision
+// only reports skips the request did not record before).
+func (m *Metrics) skipped(model string, skips []routing.Skip) {
+	if m == nil {
+		return
+	}
+	for _, s := range skips {
+		m.skips.WithLabelValues(model, s.Cause.String()).Inc()
+	}
 }
 
 func (m *Metrics) moved(model string, move routing.Move) {

@@ -21,6 +21,7 @@ import (
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
 // The route role is the downstream (HCM) ext_proc filter: request headers SEND, request body
@@ -123,10 +124,11 @@ func (p *routeProcessor) onRequestHeaders(h *extprocv3.HttpHeaders) error {
 	switch route.Op {
 	case dialect.OpListModels, dialect.OpGetModel:
 		p.phase = routeDone
-		if de := p.authorize(p.stream.Context(), route.ModelID); de != nil {
+		models, de := p.authorize(p.stream.Context(), route.ModelID)
+		if de != nil {
 			return p.replyError(de)
 		}
-		return p.stream.Send(p.models())
+		return p.stream.Send(p.models(models))
 	}
 	if de := p.missingKey(); de != nil {
 		p.phase = routeDone
@@ -172,14 +174,19 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 		// A state for another model is not this request's: start over, as a first pass.
 		p.state, p.reentry = nil, false
 	}
+	var allowed []string
 	if p.state == nil {
-		if de := p.authorize(ctx, parsed.Model); de != nil {
+		var de *dialect.Error
+		if allowed, de = p.authorize(ctx, parsed.Model); de != nil {
 			return p.replyError(de)
 		}
 	}
 	now := p.s.clock.Now()
 	if p.state == nil {
 		p.state = p.newState(snap, parsed, now)
+		// The key's allow-list travels with the request: its fallbacks on every later pass
+		// stay within it.
+		p.state.AllowedModels = allowed
 	}
 	req, err := requestOf(p.state)
 	if err != nil {
@@ -196,19 +203,23 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 		return p.replyStop(req, hist, hist.FinalStop())
 	}
 	d := p.s.router.Decide(ctx, &req, hist)
+	p.s.metric.skipped(req.Model, d.Skips)
 	if d.Action == routing.ActionStop {
+		hist.Record(&d, failure.Classification{}, 0) // only its skips, for the record
 		return p.replyStop(req, hist, d.Stop)
 	}
 	if d.Wait > 0 {
 		p.s.log.Info("waiting before the next attempt", "request", p.requestID, "deployment", d.Deployment.ID,
 			"wait_ms", d.Wait.Milliseconds(), "move", d.Move.String())
 		if err := p.stream.Send(announceWait(d.Wait + p.s.opts.WaitMargin)); err != nil {
+			p.s.router.Unreserve(ctx, &d)
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			// SPEC §12.3: the client went away during the wait; nothing was started.
 			p.s.log.Info("request cancelled during a retry wait", "request", p.requestID, "deployment", d.Deployment.ID)
+			p.s.router.Unreserve(ctx, &d)
 			return ctx.Err()
 		case <-p.s.clock.After(d.Wait):
 		}
@@ -243,6 +254,7 @@ func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History
 	beginAttempt(p.state, d, attemptID, now, fallbackHop(p.state, d.Model))
 	sealed, err := p.s.sealer.Seal(p.state)
 	if err != nil {
+		p.s.router.Unreserve(p.stream.Context(), d)
 		return p.replyGatewayError(err)
 	}
 	deadline := time.Unix(0, p.state.GetDeadlineUnixNano())
@@ -330,7 +342,7 @@ func fallbackHop(st *statev1.State, model string) uint32 {
 func (p *routeProcessor) replyStop(req routing.Request, hist *routing.History, stop *routing.StopError) error {
 	p.s.log.Info("request stopped", "request", p.requestID, "model", req.Model, "status", stop.Status, "code", stop.Code,
 		"kind", string(stop.Kind), "retry_after_ms", stop.RetryAfter.Milliseconds(), "attempts", len(hist.Attempts),
-		"upstream", stop.Upstream)
+		"upstream", stop.Upstream, skippedAttr(hist.Skips))
 	p.s.metric.requestStopped(req.Model, stop)
 	return p.replyError(dialect.FromStop(p.route.Family, stop))
 }
@@ -350,13 +362,17 @@ func (p *routeProcessor) replyError(err error) error {
 	return p.stream.Send(renderedReply(de.Render(p.requestID), "switchyard_"+de.Code))
 }
 
-// models answers GET /v1/models and GET /v1/models/{id} from the configuration.
-func (p *routeProcessor) models() *extprocv3.ProcessingResponse {
+// models answers GET /v1/models and GET /v1/models/{id} from the configuration; allowed is
+// the client key's allow-list (empty: every model), and the listing holds only what the key
+// may use.
+func (p *routeProcessor) models(allowed []string) *extprocv3.ProcessingResponse {
 	snap := p.s.router.Config()
 	var names []string
 	if snap != nil {
 		for name := range snap.Groups {
-			names = append(names, name)
+			if len(allowed) == 0 || slices.Contains(allowed, name) {
+				names = append(names, name)
+			}
 		}
 		slices.Sort(names) // a stable listing
 	}

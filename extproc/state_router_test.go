@@ -100,7 +100,7 @@ func TestStateCarriesRequestAcrossPasses(t *testing.T) {
 			t.Fatal(err)
 		}
 		dep := snap.Deployments[st.GetCurrent().GetDeploymentId()]
-		if err := router.StartAttempt(ctx, dep, st.GetCurrent().GetAttemptId(), d.Deadline); err != nil {
+		if err := router.StartAttempt(ctx, dep, st.GetCurrent().GetAttemptId(), d.Deadline, d.Reserved); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(200 * time.Millisecond)

@@ -45,6 +45,7 @@ const (
 	fState_ClientHeaders    protowire.Number = 12
 	fState_Current          protowire.Number = 13
 	fState_Redirects        protowire.Number = 14
+	fState_AllowedModels    protowire.Number = 15
 
 	fAttempt_DeploymentId    protowire.Number = 1
 	fAttempt_Model           protowire.Number = 2
@@ -67,21 +68,24 @@ const (
 	fSkip_DeploymentId protowire.Number = 1
 	fSkip_Model        protowire.Number = 2
 	fSkip_Reason       protowire.Number = 3
+	fSkip_Cause        protowire.Number = 4
 
 	fHeader_Name  protowire.Number = 1
 	fHeader_Value protowire.Number = 2
 
-	fCurrent_DeploymentId   protowire.Number = 1
-	fCurrent_Model          protowire.Number = 2
-	fCurrent_AttemptId      protowire.Number = 3
-	fCurrent_StartUnixNano  protowire.Number = 4
-	fCurrent_Move           protowire.Number = 5
-	fCurrent_FallbackReason protowire.Number = 6
-	fCurrent_FallbackHop    protowire.Number = 7
-	fCurrent_Probe          protowire.Number = 8
-	fCurrent_Pick           protowire.Number = 9
-	fCurrent_AllOpenTry     protowire.Number = 10
-	fCurrent_ReasonFrom     protowire.Number = 11
+	fCurrent_DeploymentId     protowire.Number = 1
+	fCurrent_Model            protowire.Number = 2
+	fCurrent_AttemptId        protowire.Number = 3
+	fCurrent_StartUnixNano    protowire.Number = 4
+	fCurrent_Move             protowire.Number = 5
+	fCurrent_FallbackReason   protowire.Number = 6
+	fCurrent_FallbackHop      protowire.Number = 7
+	fCurrent_Probe            protowire.Number = 8
+	fCurrent_Pick             protowire.Number = 9
+	fCurrent_AllOpenTry       protowire.Number = 10
+	fCurrent_ReasonFrom       protowire.Number = 11
+	fCurrent_ReservedUnixNano protowire.Number = 12
+	fCurrent_ReservedTokens   protowire.Number = 13
 )
 
 // appendState appends st's protobuf encoding to b.
@@ -116,6 +120,9 @@ func appendState(b []byte, st *statev1.State) []byte {
 		b = endMessage(appendCurrent(b, st.Current), at)
 	}
 	b = appendVarint(b, fState_Redirects, uint64(st.Redirects))
+	for _, m := range st.AllowedModels {
+		b = appendBytesField(b, fState_AllowedModels, m) // repeated: empty strings too
+	}
 	return append(b, st.ProtoReflect().GetUnknown()...)
 }
 
@@ -144,6 +151,7 @@ func appendSkip(b []byte, s *statev1.Skip) []byte {
 	b = appendString(b, fSkip_DeploymentId, s.DeploymentId)
 	b = appendString(b, fSkip_Model, s.Model)
 	b = appendString(b, fSkip_Reason, s.Reason)
+	b = appendVarint(b, fSkip_Cause, uint64(int64(s.Cause)))
 	return append(b, s.ProtoReflect().GetUnknown()...)
 }
 
@@ -167,6 +175,8 @@ func appendCurrent(b []byte, c *statev1.Current) []byte {
 	b = appendString(b, fCurrent_Pick, c.Pick)
 	b = appendBool(b, fCurrent_AllOpenTry, c.AllOpenTry)
 	b = appendString(b, fCurrent_ReasonFrom, c.ReasonFrom)
+	b = appendFixed64(b, fCurrent_ReservedUnixNano, c.ReservedUnixNano)
+	b = appendVarint(b, fCurrent_ReservedTokens, uint64(c.ReservedTokens))
 	return append(b, c.ProtoReflect().GetUnknown()...)
 }
 
@@ -315,7 +325,7 @@ func (r *fieldReader) finish(m protoreflect.ProtoMessage) error {
 // an unknown field, or a known one of another wire type, is kept as an unknown field.
 func decodeState(data []byte) (*statev1.State, error) {
 	// Count the repeated messages first, so that each kind gets one slab.
-	var nAttempts, nSkips, nHeaders, headerBytes int
+	var nAttempts, nSkips, nHeaders, headerBytes, nModels int
 	count := fieldReader{rest: data}
 	for count.next() {
 		switch count.tag {
@@ -326,6 +336,8 @@ func decodeState(data []byte) (*statev1.State, error) {
 		case tagOf(fState_ClientHeaders, tBytes):
 			nHeaders++
 			headerBytes += len(count.val) // bounds the values' bytes
+		case tagOf(fState_AllowedModels, tBytes):
+			nModels++
 		}
 	}
 	if count.err != nil {
@@ -353,6 +365,9 @@ func decodeState(data []byte) (*statev1.State, error) {
 	}
 	if nHeaders > 0 {
 		st.ClientHeaders = make([]*statev1.Header, 0, nHeaders)
+	}
+	if nModels > 0 {
+		st.AllowedModels = make([]string, 0, nModels)
 	}
 	r := fieldReader{rest: d.data}
 	for r.next() {
@@ -395,6 +410,8 @@ func decodeState(data []byte) (*statev1.State, error) {
 			err = d.current(st.Current, r.val)
 		case tagOf(fState_Redirects, tVarint):
 			st.Redirects = uint32(r.v)
+		case tagOf(fState_AllowedModels, tBytes):
+			st.AllowedModels = append(st.AllowedModels, d.string(r.val))
 		default:
 			r.keepUnknown()
 		}
@@ -463,6 +480,8 @@ func (d *stateDecoder) skip(s *statev1.Skip, b []byte) error {
 			s.Model = d.string(r.val)
 		case tagOf(fSkip_Reason, tBytes):
 			s.Reason = d.string(r.val)
+		case tagOf(fSkip_Cause, tVarint):
+			s.Cause = statev1.SkipCause(int32(r.v))
 		default:
 			r.keepUnknown()
 		}
@@ -515,6 +534,10 @@ func (d *stateDecoder) current(c *statev1.Current, b []byte) error {
 			c.AllOpenTry = r.v != 0
 		case tagOf(fCurrent_ReasonFrom, tBytes):
 			c.ReasonFrom = d.string(r.val)
+		case tagOf(fCurrent_ReservedUnixNano, tFixed):
+			c.ReservedUnixNano = int64(r.v)
+		case tagOf(fCurrent_ReservedTokens, tVarint):
+			c.ReservedTokens = int64(r.v)
 		default:
 			r.keepUnknown()
 		}

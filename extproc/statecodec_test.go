@@ -57,6 +57,8 @@ func scalarValue(fd protoreflect.FieldDescriptor, seed int) protoreflect.Value {
 		return protoreflect.ValueOfBool(true)
 	case protoreflect.Int32Kind:
 		return protoreflect.ValueOfInt32(-int32(fd.Number()) - int32(seed)) // ten bytes on the wire
+	case protoreflect.Int64Kind:
+		return protoreflect.ValueOfInt64(-int64(fd.Number()) - int64(seed))
 	case protoreflect.Uint32Kind:
 		return protoreflect.ValueOfUint32(300 + uint32(seed))
 	case protoreflect.Sfixed64Kind:

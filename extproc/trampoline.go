@@ -60,7 +60,7 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	now := s.clock.Now()
 	c := failure.Classify(failure.Outcome{Provider: dep.Provider, Transport: transport}, now)
 	latency := now.Sub(time.Unix(0, cur.GetStartUnixNano()))
-	res := routing.Result{Classification: c, Latency: latency, Started: time.Unix(0, cur.GetStartUnixNano())}
+	res := routing.Result{Classification: c, Latency: latency, Started: time.Unix(0, cur.GetStartUnixNano()), Reserved: reservedOf(cur)}
 	// A detached context: the bookkeeping must happen even if Envoy gave up on this attempt.
 	t := s.finishAttempt(context.WithoutCancel(r.Context()), requestID, &req, dep, cur.GetAttemptId(), res)
 	s.log.Info("attempt failed", "request", requestID, "deployment", dep.ID, "model", cur.GetModel(), "class", c.Class.String(),

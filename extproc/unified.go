@@ -19,6 +19,9 @@ type unifiedRouting struct {
 	FallbackUsed bool            `json:"fallback_used"`
 	Pick         string          `json:"pick,omitempty"`
 	Attempts     []routedAttempt `json:"attempts"`
+	// Skipped are the deployments and fallback models routing passed over, and why
+	// (behaviour §9.2).
+	Skipped []skipRecord `json:"skipped,omitempty"`
 }
 
 type routedAttempt struct {
@@ -63,6 +66,7 @@ func (p *attemptProcessor) unifiedRouting(latencyMs int64) unifiedRouting {
 		Deployment: cur.GetDeploymentId(), Model: cur.GetModel(), Move: moveName(cur.GetMove()),
 		LatencyMs: latencyMs, Status: p.status,
 	})
+	u.Skipped = skipRecords(stateSkips(p.state))
 	return u
 }
 

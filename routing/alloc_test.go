@@ -15,12 +15,17 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
-// The decision path allocates nothing, whatever the strategy (8 deployments with metrics).
+// The decision path allocates nothing, whatever the strategy (8 deployments with metrics,
+// half of them with rpm/tpm limits, whose reservation is on the path too).
 func TestDecideAllocatesNothing(t *testing.T) {
 	for _, s := range config.Strategies() {
 		deps := make([]*configv1.Deployment, 8)
 		for i := range deps {
 			deps[i] = dep(fmt.Sprintf("d%d", i), "m", weight(uint32(1+i%3)), price(float64(1+i), 2))
+			if i%2 == 1 {
+				rpmLimit(1 << 40)(deps[i])
+				tpmLimit(1 << 40)(deps[i])
+			}
 		}
 		e := newEnv(t, cfgOf(settings(strategy(s.String())), deps...))
 		for i := range deps {

@@ -25,6 +25,9 @@ type scratch struct {
 	// disabled counts deployments switched off by their kill switch; drained those left out
 	// because their weight is 0 under a weight-drawn strategy (SPEC §2).
 	disabled, drained int
+	// prior are the skips the request recorded before this decision (History.Skips), so a
+	// skip is recorded once.
+	prior []Skip
 }
 
 // hop is one public model of the plan, with its candidates cands[first:end].
@@ -70,7 +73,7 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 	left := d.Deadline.Sub(now)
 
 	s := r.scratch.Get().(*scratch)
-	defer r.scratch.Put(s)
+	defer r.putScratch(s)
 	// SPEC §6.4 counts upstream attempts: incompatibilities the gateway found itself do not
 	// spend the budget.
 	if h.asked() >= global.MaxAttempts {
@@ -115,6 +118,12 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 		}
 	}
 	return stopWith(d, blockedStop(h, s, &d, req.Model, now))
+}
+
+// putScratch returns s to the pool without the skips it pointed to.
+func (r *Router) putScratch(s *scratch) {
+	s.prior = nil
+	r.scratch.Put(s)
 }
 
 // survey plans the hops and reads and assesses the live state of every candidate, in one
@@ -185,7 +194,9 @@ func (r *Router) choose(ctx context.Context, snap *config.Snapshot, req *Request
 	hp := s.hops[hi]
 	s.idx = s.idx[:0]
 	for i := hp.first; i < hp.end; i++ {
-		if keep(&s.cands[i]) {
+		c := &s.cands[i]
+		s.limitSkip(d, c)
+		if keep(c) {
 			s.idx = append(s.idx, i)
 		}
 	}
@@ -198,6 +209,12 @@ func (r *Router) choose(ctx context.Context, snap *config.Snapshot, req *Request
 		}
 		i := s.idx[pos]
 		c := &s.cands[i]
+		if !r.reserve(ctx, req, now, c, d) {
+			// Another decision took the minute's last capacity since the read.
+			s.limitSkip(d, c)
+			s.drop(pos)
+			continue
+		}
 		if c.block != needsProbe {
 			d.Pick = how
 			return c
@@ -210,11 +227,65 @@ func (r *Router) choose(ctx context.Context, snap *config.Snapshot, req *Request
 			d.Pick, d.Probe = how, true
 			return c
 		}
+		r.unreserve(ctx, c.dep.ID, &d.Reserved)
 		r.lostProbe(ctx, now, s, i, snap.Settings.Circuit.HalfOpenProbe)
-		s.idx[pos] = s.idx[len(s.idx)-1]
-		s.idx = s.idx[:len(s.idx)-1]
+		s.drop(pos)
 	}
 	return nil
+}
+
+// drop removes position pos from s.idx.
+func (s *scratch) drop(pos int) {
+	s.idx[pos] = s.idx[len(s.idx)-1]
+	s.idx = s.idx[:len(s.idx)-1]
+}
+
+// limitSkip records c as a limit skip when its limits keep it out of this decision: the
+// request's record says why a deployment was passed over (behaviour §9.2, §4.1).
+func (s *scratch) limitSkip(d *Decision, c *candidate) {
+	if c.block != blockedLimit {
+		return
+	}
+	recordSkip(s.prior, d, Skip{Deployment: c.dep.ID, Model: c.dep.PublicModel, Cause: SkipLimit, Why: limitWhy(c.dep, &c.state.Metrics)})
+}
+
+// limitWhy names the limit d reached, as far as the metrics read tell (a reservation that
+// failed since saw more than they show).
+func limitWhy(d *config.Deployment, m *store.Metrics) string {
+	switch {
+	case d.TPMLimit == 0 || d.RPMLimit > 0 && m.RPM >= d.RPMLimit:
+		return "rpmLimit reached this minute"
+	case d.RPMLimit == 0 || d.TPMLimit > 0 && m.TPM >= d.TPMLimit:
+		return "tpmLimit reached this minute"
+	}
+	return "rpmLimit or tpmLimit reached this minute"
+}
+
+// reserve takes c's share of its minute before c is chosen (behaviour §4.1: the limits are
+// hard, so the check that admits an attempt also counts it, atomically in the store). It
+// reports false, with c blocked by its limits until the minute ends, when another decision
+// took the last of it. A deployment without limits needs no reservation; a store that fails
+// admits the attempt, which then counts at its start (limits soft while the store is down).
+func (r *Router) reserve(ctx context.Context, req *Request, now time.Time, c *candidate, d *Decision) bool {
+	dep := c.dep
+	if dep.RPMLimit == 0 && dep.TPMLimit == 0 {
+		return true
+	}
+	res := store.Reservation{DeploymentID: dep.ID, Now: now, RPMLimit: dep.RPMLimit, TPMLimit: dep.TPMLimit}
+	if dep.TPMLimit > 0 {
+		res.Tokens = req.Facts.PromptTokens + req.Facts.MaxOutputTokens
+	}
+	ok, err := r.store.Reserve(ctx, res)
+	switch {
+	case err != nil:
+		r.log.Warn("reserving a deployment's minute failed; its limits are not enforced for this attempt", "deployment", dep.ID, "err", err)
+		return true
+	case !ok:
+		c.block, c.untilAvailable = blockedLimit, nextMinute(now).UnixNano()
+		return false
+	}
+	d.Reserved = store.ReservedTokens{At: now, Tokens: res.Tokens}
+	return true
 }
 
 // lostProbe re-reads candidate i after another request won its probe, so that this request

@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // Action is what to do next.
@@ -68,6 +69,11 @@ type Decision struct {
 	AllOpenTry bool
 	// Skips found by this decision, to append to the History.
 	Skips []Skip
+	// Reserved is the share of the deployment's minute taken for this attempt under its
+	// rpmLimit/tpmLimit (behaviour §4.1); zero when it has no limits. The attempt starts and
+	// finishes with it (Router.StartAttempt, Result.Reserved); an attempt that is not made
+	// gives it back (Router.Unreserve).
+	Reserved store.ReservedTokens
 	// Stop is set when Action is ActionStop.
 	Stop *StopError
 	// Degraded: the shared store could not be read; eligibility used neutral state.

@@ -170,10 +170,10 @@ func (e *env) mustStop(req *routing.Request, h *routing.History) *routing.StopEr
 func (e *env) run(req *routing.Request, h *routing.History, d routing.Decision, c failure.Classification) {
 	e.t.Helper()
 	attemptID := fmt.Sprintf("%s/%d", req.ID, len(h.Attempts))
-	if err := e.router.StartAttempt(context.Background(), d.Deployment, attemptID, d.Deadline); err != nil {
+	if err := e.router.StartAttempt(context.Background(), d.Deployment, attemptID, d.Deadline, d.Reserved); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.router.FinishAttempt(context.Background(), req, d.Deployment, attemptID, routing.Result{Classification: c, Latency: time.Second, CompletionTokens: 10, TotalTokens: 20}); err != nil {
+	if _, err := e.router.FinishAttempt(context.Background(), req, d.Deployment, attemptID, routing.Result{Classification: c, Latency: time.Second, CompletionTokens: 10, TotalTokens: 20, Reserved: d.Reserved}); err != nil {
 		e.t.Fatal(err)
 	}
 	h.Record(&d, c, time.Second)

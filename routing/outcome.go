@@ -12,18 +12,41 @@ import (
 
 // StartAttempt records that an attempt on d begins now: in flight until it finishes or its
 // deadline (plus a grace period) passes (SPEC §3.1), and one more request this minute
-// (SPEC §3.2). attemptID must be unique per attempt. It records even when ctx is cancelled
-// (see record).
-func (r *Router) StartAttempt(ctx context.Context, d *config.Deployment, attemptID string, deadline time.Time) error {
+// (SPEC §3.2) unless the decision already counted it (reserved, its Decision.Reserved).
+// attemptID must be unique per attempt. It records even when ctx is cancelled (see record).
+func (r *Router) StartAttempt(ctx context.Context, d *config.Deployment, attemptID string, deadline time.Time, reserved store.ReservedTokens) error {
 	ctx, cancel := r.record(ctx)
 	defer cancel()
 	now := r.clock.Now()
 	if err := r.store.StartAttempt(ctx, store.AttemptStart{
 		DeploymentID: d.ID, AttemptID: attemptID, Now: now, Expires: deadline.Add(inFlightGrace),
+		Reserved: !reserved.At.IsZero(),
 	}); err != nil {
 		return fmt.Errorf("recording the start of attempt %s on %s: %w", attemptID, d.ID, err)
 	}
 	return nil
+}
+
+// Unreserve gives back the share of its deployment's minute that d reserved, for an attempt
+// that will not be made (the client left during the wait, the move could not be sent). It
+// records even when ctx is cancelled (see record).
+func (r *Router) Unreserve(ctx context.Context, d *Decision) {
+	if d.Deployment != nil {
+		r.unreserve(ctx, d.Deployment.ID, &d.Reserved)
+	}
+}
+
+// unreserve gives back what *res reserved on deployment id and clears it.
+func (r *Router) unreserve(ctx context.Context, id string, res *store.ReservedTokens) {
+	if res.At.IsZero() {
+		return
+	}
+	ctx, cancel := r.record(ctx)
+	defer cancel()
+	if err := r.store.Unreserve(ctx, store.Reservation{DeploymentID: id, Now: res.At, Tokens: res.Tokens}); err != nil {
+		r.log.Warn("giving back a reservation failed; it lapses with its minute", "deployment", id, "err", err)
+	}
+	*res = store.ReservedTokens{}
 }
 
 // record returns the context an attempt's books are written under: ctx's values without its
@@ -49,6 +72,9 @@ type Result struct {
 	Latency          time.Duration
 	CompletionTokens int64
 	TotalTokens      int64
+	// Reserved is the decision's reservation (Decision.Reserved): its token estimate gives
+	// way to TotalTokens.
+	Reserved store.ReservedTokens
 }
 
 // FinishAttempt ends an attempt on d of request req: it releases the in-flight entry and
@@ -71,6 +97,7 @@ func (r *Router) FinishAttempt(ctx context.Context, req *Request, d *config.Depl
 		Latency:          res.Latency,
 		CompletionTokens: res.CompletionTokens,
 		TotalTokens:      res.TotalTokens,
+		Reserved:         res.Reserved,
 		RetryAfter:       res.Classification.RetryAfter,
 		Jitter:           r.rand.Float64(),
 	}

@@ -55,7 +55,7 @@ func TestAttemptRecordedAfterCancel(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := r.StartAttempt(ctx, d.Deployment, "a1", d.Deadline); err != nil {
+	if err := r.StartAttempt(ctx, d.Deployment, "a1", d.Deadline, d.Reserved); err != nil {
 		t.Fatalf("StartAttempt under a cancelled context: %v", err)
 	}
 	if got := e.state("a").Metrics.InFlight; got != 1 {
@@ -86,7 +86,7 @@ func TestLateFailureAfterRecoveryKeepsCircuitClosed(t *testing.T) {
 	slow := e.request("m")
 	ds := e.mustAttempt(slow, nil)
 	slowStart := e.router.Now()
-	if err := e.router.StartAttempt(context.Background(), ds.Deployment, "slow/0", ds.Deadline); err != nil {
+	if err := e.router.StartAttempt(context.Background(), ds.Deployment, "slow/0", ds.Deadline, ds.Reserved); err != nil {
 		t.Fatal(err)
 	}
 

@@ -14,7 +14,7 @@ import (
 // under a weight-drawn strategy), cannot keep the request's contract (recorded as skips), or
 // used up their own attempt limit. d.Reason and d.ReasonFrom name the chain.
 func (r *Router) plan(snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, s *scratch, d *Decision) {
-	s.hops, s.cands, s.refs, s.disabled, s.drained = s.hops[:0], s.cands[:0], s.refs[:0], 0, 0
+	s.hops, s.cands, s.refs, s.disabled, s.drained, s.prior = s.hops[:0], s.cands[:0], s.refs[:0], 0, 0, h.Skips
 	reason, from := d.Reason, d.ReasonFrom
 	crossModel := snap.Policy(req.Model).CrossModelFallbackAllowed
 	if reason == config.ReasonGeneral {
@@ -45,9 +45,13 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now tim
 	if h.refused(model) {
 		return
 	}
+	if !req.allows(model) {
+		recordSkip(h.Skips, d, Skip{Model: model, Cause: SkipPolicy, Why: "the API key may not use this model"})
+		return
+	}
 	g := snap.Groups[model]
 	if g == nil {
-		recordSkip(h, d, Skip{Model: model, Why: "no deployments serve this model"})
+		recordSkip(h.Skips, d, Skip{Model: model, Cause: SkipUnserved, Why: "no deployments serve this model"})
 		return
 	}
 	hp := hop{model: model, first: len(s.cands)}
@@ -66,7 +70,7 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now tim
 		}
 		if why := req.Facts.Unmet(dep, req.Stream); why != "" {
 			incompatible++
-			recordSkip(h, d, Skip{Deployment: dep.ID, Model: model, Why: why})
+			recordSkip(h.Skips, d, Skip{Deployment: dep.ID, Model: model, Cause: SkipCapability, Why: why})
 			continue
 		}
 		if limit := dep.MaxAttempts(req.Operation, req.Mode()); limit > 0 && h.askedOn(dep.ID) >= limit {
@@ -83,7 +87,7 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now tim
 	}
 	hp.end = len(s.cands)
 	if hp.end == hp.first && incompatible > 0 && model != req.Model {
-		recordSkip(h, d, Skip{Model: model, Why: "no deployment of this fallback model keeps the request's contract"})
+		recordSkip(h.Skips, d, Skip{Model: model, Cause: SkipCapability, Why: "no deployment of this fallback model keeps the request's contract"})
 	}
 	s.hops = append(s.hops, hp)
 }
@@ -101,14 +105,11 @@ func reusableAfter(a *Attempt) bool {
 	return false
 }
 
-func recordSkip(h *History, d *Decision, s Skip) {
-	if h.skipped(s) {
+// recordSkip adds s to the decision's skips unless the request recorded it already (prior,
+// the History's skips, or this decision): one record per target and request.
+func recordSkip(prior []Skip, d *Decision, s Skip) {
+	if skipped(prior, s) || skipped(d.Skips, s) {
 		return
-	}
-	for _, k := range d.Skips {
-		if k == s {
-			return
-		}
 	}
 	d.Skips = append(d.Skips, s)
 }

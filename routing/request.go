@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -20,6 +21,14 @@ type Request struct {
 	Facts     Facts
 	// Start is when the logical request began; the total deadline runs from it.
 	Start time.Time
+	// Models is the client key's allow-list of public models (nil: every model). The
+	// requested model was checked before routing; fallback targets outside it are skipped.
+	Models []string
+}
+
+// allows reports whether the client may be served model.
+func (r *Request) allows(model string) bool {
+	return len(r.Models) == 0 || slices.Contains(r.Models, model)
 }
 
 // Mode is the request's response mode.
@@ -122,12 +131,45 @@ func AttemptFrom(d *config.Deployment, c failure.Classification, latency time.Du
 	}
 }
 
-// Skip records a deployment or fallback model passed over because it cannot keep the
-// request's contract (SPEC §9.2).
+// Skip records a deployment or fallback model passed over, and why (behaviour §9.2, §4.1).
 type Skip struct {
 	Deployment string // empty when the whole model was skipped
 	Model      string
+	Cause      SkipCause
 	Why        string
+}
+
+// SkipCause is the kind of reason a target was passed over: a small fixed set, so it can
+// label a metric.
+type SkipCause uint8
+
+const (
+	// SkipCapability: the target cannot keep the request's contract (behaviour §9.2).
+	SkipCapability SkipCause = iota
+	// SkipPolicy: the client key may not use the target's model.
+	SkipPolicy
+	// SkipLimit: the deployment is at its rpmLimit or tpmLimit this minute (behaviour §4.1).
+	SkipLimit
+	// SkipUnserved: a fallback model no deployment serves.
+	SkipUnserved
+)
+
+// SkipCauses lists every cause, in order.
+func SkipCauses() []SkipCause {
+	return []SkipCause{SkipCapability, SkipPolicy, SkipLimit, SkipUnserved}
+}
+
+func (c SkipCause) String() string {
+	switch c {
+	case SkipPolicy:
+		return "policy"
+	case SkipLimit:
+		return "limit"
+	case SkipUnserved:
+		return "unserved"
+	default:
+		return "capability"
+	}
 }
 
 // History is what happened so far in a logical request.
@@ -180,9 +222,9 @@ func (h *History) refused(model string) bool {
 	return false
 }
 
-// skipped reports whether s is already recorded.
-func (h *History) skipped(s Skip) bool {
-	for _, k := range h.Skips {
+// skipped reports whether skips already record s's target.
+func skipped(skips []Skip, s Skip) bool {
+	for _, k := range skips {
 		if k.Deployment == s.Deployment && k.Model == s.Model {
 			return true
 		}

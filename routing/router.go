@@ -22,7 +22,11 @@
 //  4. First pass (SPEC §7.1): the first hop with an eligible deployment this request has not
 //     tried yet wins, at once. Failover comes before fallback (SPEC §7.7) because hops are in
 //     order. The strategy (SPEC §2) picks among that hop's untried eligible deployments;
-//     a half-open pick must win the probe (SPEC §5.4) or is dropped.
+//     a pick with rpmLimit/tpmLimit must reserve its share of the minute (one request, the
+//     token estimate) in the store, atomically with the limit check, or is dropped as over
+//     its limits (behaviour §4.1: hard limits); a half-open pick must win the probe
+//     (SPEC §5.4) or is dropped. Capability, policy (the client key's allow-list) and limit
+//     skips are recorded in the Decision (behaviour §9.2).
 //  5. Reuse (SPEC §7.2): otherwise a deployment already tried is asked again after a wait of
 //     0.5 s doubling (per deployment) to 8 s, floored by retryAfterSeconds and the provider's
 //     Retry-After (≤60 s), plus up to 25% jitter, and not before its failure domain's capacity
@@ -34,9 +38,10 @@
 //     asked, with 429 rate_limit_exceeded / 503 model_overloaded + Retry-After /
 //     503 model_unavailable (SPEC §4.2, §7.5).
 //
-// The caller runs the attempt, classifies its outcome with package failure, records it with
-// FinishAttempt (metrics and circuits, SPEC §3, §5) and adds it to the History with
-// History.Record.
+// The caller starts the attempt with StartAttempt (with the decision's reservation, or gives
+// the reservation back with Unreserve when it does not make the attempt), classifies its
+// outcome with package failure, records it with FinishAttempt (metrics and circuits,
+// SPEC §3, §5) and adds it to the History with History.Record.
 package routing
 
 import (

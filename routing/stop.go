@@ -86,9 +86,18 @@ func blockedStop(h *History, s *scratch, d *Decision, model string, now time.Tim
 		return e
 	}
 	if len(s.cands) == 0 {
-		if len(d.Skips) > 0 {
-			return &StopError{Status: http.StatusBadRequest, Code: "capability_unsupported", Kind: failure.KindInvalidRequest,
-				Message: "No deployment of `" + model + "` supports this request: " + d.Skips[0].Why + "."}
+		for _, k := range d.Skips {
+			if k.Cause == SkipCapability {
+				return &StopError{Status: http.StatusBadRequest, Code: "capability_unsupported", Kind: failure.KindInvalidRequest,
+					Message: "No deployment of `" + model + "` supports this request: " + k.Why + "."}
+			}
+		}
+		for _, k := range d.Skips {
+			if k.Cause == SkipPolicy && k.Model == model {
+				// The route role checks the requested model first; this is its backstop.
+				return &StopError{Status: http.StatusForbidden, Code: "model_not_allowed", Kind: failure.KindAuth,
+					Message: "This API key may not use the model `" + model + "`."}
+			}
 		}
 		if s.disabled > 0 && s.drained == 0 {
 			return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "Every deployment of `" + model + "` is switched off."}

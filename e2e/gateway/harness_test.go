@@ -62,6 +62,10 @@ type deployment struct {
 	ResponseMs, TotalMs, IdleMs uint64
 	// URL, when set, is the provider's base URL instead of a fake's (a hand-written server).
 	URL string
+	// RPMLimit is the deployment's rpmLimit (0: none).
+	RPMLimit uint64
+	// Capabilities are the deployment's declared capabilities (nil: none declared).
+	Capabilities *configv1.Capabilities
 }
 
 // replica is one switchyard process: its ext_proc gRPC server and trampoline.
@@ -158,6 +162,10 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		if d.Price > 0 {
 			cd.Price = &configv1.Price{InputPerMillion: &d.Price, OutputPerMillion: &d.Price}
 		}
+		if d.RPMLimit > 0 {
+			cd.RpmLimit = &d.RPMLimit
+		}
+		cd.Capabilities = d.Capabilities
 		if d.ResponseMs > 0 || d.TotalMs > 0 || d.IdleMs > 0 {
 			p, sp := &configv1.ExecutionPolicy{}, &configv1.ExecutionPolicy{}
 			if d.ResponseMs > 0 {

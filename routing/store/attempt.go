@@ -11,6 +11,21 @@ type AttemptStart struct {
 	// Expires bounds the in-flight entry so a crashed process cannot leave the deployment
 	// busy forever (SPEC §3.1). Callers use the attempt's own deadline plus a grace period.
 	Expires time.Time
+	// Reserved: Reserve already counted this attempt's request in its minute, so the start
+	// only puts it in flight.
+	Reserved bool
+}
+
+// Reservation asks for a share of one deployment's minute under its limits (behaviour §4.1:
+// rpmLimit and tpmLimit are hard): one request and an estimate of its tokens.
+type Reservation struct {
+	DeploymentID string
+	Now          time.Time
+	// RPMLimit and TPMLimit are the deployment's limits; 0 is none.
+	RPMLimit, TPMLimit int64
+	// Tokens is the estimate of the attempt's total tokens. It counts in the minute's tokens
+	// until the attempt's outcome replaces it with the real usage (AttemptFinish.Reserved).
+	Tokens int64
 }
 
 // Effect is what an attempt's outcome does to the shared state. The routing core maps the
@@ -78,6 +93,11 @@ type AttemptFinish struct {
 	Latency          time.Duration
 	CompletionTokens int64
 	TotalTokens      int64
+	// Reserved is the reservation the attempt's request was counted under (zero: none). Its
+	// token estimate leaves the minute it was counted in, if that minute is still the
+	// current one, whatever the outcome, when this finish ends the attempt's live in-flight
+	// entry (so once per attempt); a success then adds TotalTokens as usual.
+	Reserved ReservedTokens
 	// RetryAfter is the provider's Retry-After for throttles.
 	RetryAfter time.Duration
 	// Jitter in [0,1) for an exponential reopen cooldown. Randomness stays with the caller so
@@ -86,6 +106,13 @@ type AttemptFinish struct {
 	// DedupeTTL bounds how long the store remembers that RequestID already counted a failure
 	// here; callers pass the time left before the request's deadline.
 	DedupeTTL time.Duration
+}
+
+// ReservedTokens is what a reservation counted in a minute's tokens.
+type ReservedTokens struct {
+	// At is the reservation's Reservation.Now: its minute holds the estimate.
+	At     time.Time
+	Tokens int64
 }
 
 // Metrics are one deployment's routing metrics (SPEC §3).

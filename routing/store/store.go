@@ -46,6 +46,15 @@ type Attempts interface {
 	// the outcome atomically. It is safe to call for an attempt that was never started or
 	// already finished (the in-flight release is then a no-op).
 	FinishAttempt(ctx context.Context, f AttemptFinish) (Transition, error)
+	// Reserve counts one request and r.Tokens in the minute of r.Now if that minute's requests
+	// are below r.RPMLimit and its tokens below r.TPMLimit (a limit of 0 is none), and reports
+	// whether it did. Check and count are one atomic step across every replica, so concurrent
+	// callers never pass a limit together (behaviour §4.1). The attempt then starts with
+	// AttemptStart.Reserved and finishes with AttemptFinish.Reserved.
+	Reserve(ctx context.Context, r Reservation) (bool, error)
+	// Unreserve gives back a reservation whose attempt never started, if its minute is still
+	// the current one.
+	Unreserve(ctx context.Context, r Reservation) error
 }
 
 // Probes hands out half-open probe ownership (SPEC §5.4).

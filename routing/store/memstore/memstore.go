@@ -113,8 +113,35 @@ func (s *Store) StartAttempt(_ context.Context, a store.AttemptStart) error {
 	if d.nextExpiry.IsZero() || a.Expires.Before(d.nextExpiry) {
 		d.nextExpiry = a.Expires
 	}
-	d.rollMinute(a.Now)
+	if !a.Reserved {
+		d.rollMinute(a.Now)
+		d.rpm++
+	}
+	return nil
+}
+
+// Reserve implements store.Attempts: check and count under the store's lock.
+func (s *Store) Reserve(_ context.Context, r store.Reservation) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.dep(r.DeploymentID)
+	d.rollMinute(r.Now)
+	if (r.RPMLimit > 0 && d.rpm >= r.RPMLimit) || (r.TPMLimit > 0 && d.tpm >= r.TPMLimit) {
+		return false, nil
+	}
 	d.rpm++
+	d.tpm += max(r.Tokens, 0)
+	return true, nil
+}
+
+// Unreserve implements store.Attempts.
+func (s *Store) Unreserve(_ context.Context, r store.Reservation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.deps[r.DeploymentID]; d != nil && d.minute == store.MinuteOf(r.Now) {
+		d.rpm = max(d.rpm-1, 0)
+		d.tpm = max(d.tpm-max(r.Tokens, 0), 0)
+	}
 	return nil
 }
 
@@ -123,7 +150,14 @@ func (s *Store) FinishAttempt(_ context.Context, f store.AttemptFinish) (store.T
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.dep(f.DeploymentID)
+	exp, live := d.inFlight[f.AttemptID]
+	live = live && f.Now.Before(exp)
 	delete(d.inFlight, f.AttemptID)
+	if live && f.Reserved.Tokens > 0 && d.minute == store.MinuteOf(f.Reserved.At) {
+		// The estimate gives way to the real usage (a success adds it below), once: an
+		// attempt may be finished twice (its attempt role and the trampoline).
+		d.tpm = max(d.tpm-f.Reserved.Tokens, 0)
+	}
 
 	var t store.Transition
 	switch f.Effect {

@@ -16,12 +16,43 @@ func (s *Store) StartAttempt(ctx context.Context, a store.AttemptStart) error {
 	err := s.scripts.start.Run(ctx, s.rdb,
 		[]string{s.keys.inflight(a.DeploymentID), s.keys.state(a.DeploymentID)},
 		a.AttemptID, micros(a.Now), micros(a.Expires), store.MinuteOf(a.Now),
-		stateTTL.Milliseconds(), durMicros(inflightGrace),
+		stateTTL.Milliseconds(), durMicros(inflightGrace), boolArg(a.Reserved),
 	).Err()
 	if err != nil {
 		return unavailable("start attempt", err)
 	}
 	return nil
+}
+
+// Reserve implements store.Attempts with lua/reserve.lua: one round trip.
+func (s *Store) Reserve(ctx context.Context, r store.Reservation) (bool, error) {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	n, err := s.scripts.reserve.Run(ctx, s.rdb, []string{s.keys.state(r.DeploymentID)},
+		store.MinuteOf(r.Now), r.RPMLimit, r.TPMLimit, max(r.Tokens, 0), stateTTL.Milliseconds()).Int64()
+	if err != nil {
+		return false, unavailable("reserve", err)
+	}
+	return n == 1, nil
+}
+
+// Unreserve implements store.Attempts with lua/unreserve.lua.
+func (s *Store) Unreserve(ctx context.Context, r store.Reservation) error {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	err := s.scripts.unreserve.Run(ctx, s.rdb, []string{s.keys.state(r.DeploymentID)},
+		store.MinuteOf(r.Now), max(r.Tokens, 0), stateTTL.Milliseconds()).Err()
+	if err != nil {
+		return unavailable("unreserve", err)
+	}
+	return nil
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // FinishAttempt implements store.Attempts: lua/finish.lua on the deployment's slot and, for
@@ -58,6 +89,7 @@ func (s *Store) FinishAttempt(ctx context.Context, f store.AttemptFinish) (store
 			durMicros(dedupe), store.MinuteOf(f.Now),
 			durMicros(circuitGrace), stateTTL.Milliseconds(), durMicros(dedupeGrace),
 			micros(f.Started), store.HealthBuckets,
+			max(f.Reserved.Tokens, 0), store.MinuteOf(f.Reserved.At),
 		},
 	}
 	if f.Effect == store.EffectThrottle || f.Effect == store.EffectQuota {

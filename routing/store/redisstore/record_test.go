@@ -39,7 +39,7 @@ func recordCancelled(t *testing.T, st routing.Store, other *redisstore.Store) {
 	r, d, ctx := cancelledRouter(t, st)
 	now := r.Now()
 	req := &routing.Request{ID: "gone", Model: "m", Operation: config.OpText, Start: now}
-	if err := r.StartAttempt(ctx, d, "gone/0", now.Add(time.Minute)); err != nil {
+	if err := r.StartAttempt(ctx, d, "gone/0", now.Add(time.Minute), store.ReservedTokens{}); err != nil {
 		t.Fatalf("StartAttempt under a cancelled context: %v", err)
 	}
 	if got := readOne(t, other, "d", d.Domain, now).Metrics.InFlight; got != 1 {

@@ -242,6 +242,33 @@ func (r *Resilient) FinishAttempt(ctx context.Context, f store.AttemptFinish) (s
 	return t, err
 }
 
+// Reserve implements store.Attempts. During an outage the limits hold per replica only:
+// each one counts its own reservations locally.
+func (r *Resilient) Reserve(ctx context.Context, res store.Reservation) (bool, error) {
+	if !r.degraded.Load() {
+		ok, err := r.remote.Reserve(ctx, res)
+		if err == nil {
+			return ok, nil
+		}
+		r.fail(ctx, err)
+	}
+	r.servedLocally(opReserve)
+	return r.local.Reserve(ctx, res)
+}
+
+// Unreserve implements store.Attempts.
+func (r *Resilient) Unreserve(ctx context.Context, res store.Reservation) error {
+	if !r.degraded.Load() {
+		err := r.remote.Unreserve(ctx, res)
+		if err == nil {
+			return nil
+		}
+		r.fail(ctx, err)
+	}
+	r.servedLocally(opUnreserve)
+	return r.local.Unreserve(ctx, res)
+}
+
 // AcquireProbe implements store.Probes.
 func (r *Resilient) AcquireProbe(ctx context.Context, deploymentID, requestID string, now time.Time, ttl time.Duration) (bool, error) {
 	if !r.degraded.Load() {

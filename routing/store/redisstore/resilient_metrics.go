@@ -12,6 +12,8 @@ const (
 	opStartAttempt  = "start_attempt"
 	opFinishAttempt = "finish_attempt"
 	opAcquireProbe  = "acquire_probe"
+	opReserve       = "reserve"
+	opUnreserve     = "unreserve"
 	opLoadConfig    = "load_config"
 	opConfigVersion = "config_version"
 )

@@ -16,6 +16,7 @@ var luaFS embed.FS
 // scripts by SHA1, and EVALSHA cannot include another script).
 type scripts struct {
 	start, finish, probe, capacity, release *luaScript
+	reserve, unreserve                      *luaScript
 	configPut, configDelete, configReplace  *luaScript
 	configRestore                           *luaScript
 }
@@ -45,6 +46,8 @@ func loadScripts() (scripts, error) {
 		probe:         newScript(common + read("probe.lua")),
 		capacity:      newScript(common + read("capacity.lua")),
 		release:       newScript(common + read("release.lua")),
+		reserve:       newScript(common + read("reserve.lua")),
+		unreserve:     newScript(common + read("unreserve.lua")),
 		configPut:     newScript(configCommon + read("config_put.lua")),
 		configDelete:  newScript(configCommon + read("config_delete.lua")),
 		configReplace: newScript(configCommon + read("config_replace.lua")),

@@ -26,6 +26,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Capacity", func(t *testing.T) { runCapacity(t, f) })
 	t.Run("Metrics", func(t *testing.T) { runMetrics(t, f) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, f) })
+	t.Run("Limits", func(t *testing.T) { runLimits(t, f) })
 	t.Run("Config", func(t *testing.T) { runConfig(t, f) })
 	t.Run("ClientKeys", func(t *testing.T) { runClientKeys(t, f) })
 }

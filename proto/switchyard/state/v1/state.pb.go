@@ -379,6 +379,62 @@ func (FallbackReason) EnumDescriptor() ([]byte, []int) {
 	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{5}
 }
 
+// SkipCause mirrors routing.SkipCause (value = SkipCause + 1).
+type SkipCause int32
+
+const (
+	SkipCause_SKIP_CAUSE_UNSPECIFIED SkipCause = 0
+	SkipCause_SKIP_CAUSE_CAPABILITY  SkipCause = 1
+	SkipCause_SKIP_CAUSE_POLICY      SkipCause = 2
+	SkipCause_SKIP_CAUSE_LIMIT       SkipCause = 3
+	SkipCause_SKIP_CAUSE_UNSERVED    SkipCause = 4
+)
+
+// Enum value maps for SkipCause.
+var (
+	SkipCause_name = map[int32]string{
+		0: "SKIP_CAUSE_UNSPECIFIED",
+		1: "SKIP_CAUSE_CAPABILITY",
+		2: "SKIP_CAUSE_POLICY",
+		3: "SKIP_CAUSE_LIMIT",
+		4: "SKIP_CAUSE_UNSERVED",
+	}
+	SkipCause_value = map[string]int32{
+		"SKIP_CAUSE_UNSPECIFIED": 0,
+		"SKIP_CAUSE_CAPABILITY":  1,
+		"SKIP_CAUSE_POLICY":      2,
+		"SKIP_CAUSE_LIMIT":       3,
+		"SKIP_CAUSE_UNSERVED":    4,
+	}
+)
+
+func (x SkipCause) Enum() *SkipCause {
+	p := new(SkipCause)
+	*p = x
+	return p
+}
+
+func (x SkipCause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SkipCause) Descriptor() protoreflect.EnumDescriptor {
+	return file_switchyard_state_v1_state_proto_enumTypes[6].Descriptor()
+}
+
+func (SkipCause) Type() protoreflect.EnumType {
+	return &file_switchyard_state_v1_state_proto_enumTypes[6]
+}
+
+func (x SkipCause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SkipCause.Descriptor instead.
+func (SkipCause) EnumDescriptor() ([]byte, []int) {
+	return file_switchyard_state_v1_state_proto_rawDescGZIP(), []int{6}
+}
+
 // State is everything switchyard knows of a logical request between two of its attempts.
 type State struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -396,7 +452,7 @@ type State struct {
 	Dialect          Dialect `protobuf:"varint,7,opt,name=dialect,enum=switchyard.state.v1.Dialect" json:"dialect,omitempty"`
 	// The finished attempts, oldest first (routing.History.Attempts).
 	Attempts []*Attempt `protobuf:"bytes,8,rep,name=attempts" json:"attempts,omitempty"`
-	// Deployments and models passed over for the request's contract (routing.History.Skips).
+	// Deployments and models passed over, and why (routing.History.Skips).
 	Skips []*Skip `protobuf:"bytes,9,rep,name=skips" json:"skips,omitempty"`
 	// The fallback chain being followed (routing.History.Reason) and the model whose refusal
 	// chose a context-window or content-policy chain (routing.History.ReasonFrom).
@@ -410,7 +466,10 @@ type State struct {
 	// The attempt under way, set by the route role for the attempt role of this pass.
 	Current *Current `protobuf:"bytes,13,opt,name=current" json:"current,omitempty"`
 	// Internal redirects taken so far (bounded by max_internal_redirects).
-	Redirects     uint32 `protobuf:"varint,14,opt,name=redirects" json:"redirects,omitempty"`
+	Redirects uint32 `protobuf:"varint,14,opt,name=redirects" json:"redirects,omitempty"`
+	// The client key's allow-list of public models (routing.Request.Models), checked on the
+	// first pass and kept for the fallbacks of every later one; empty: every model.
+	AllowedModels []string `protobuf:"bytes,15,rep,name=allowed_models,json=allowedModels" json:"allowed_models,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -541,6 +600,13 @@ func (x *State) GetRedirects() uint32 {
 		return x.Redirects
 	}
 	return 0
+}
+
+func (x *State) GetAllowedModels() []string {
+	if x != nil {
+		return x.AllowedModels
+	}
+	return nil
 }
 
 // Attempt is one finished attempt: routing.Attempt, and how the router chose it
@@ -728,13 +794,16 @@ func (x *Attempt) GetAllOpenTry() bool {
 	return false
 }
 
-// Skip is a deployment (or, with an empty deployment id, a whole model) passed over because
-// it cannot keep the request's contract (SPEC §9.2).
+// Skip is a deployment (or, with an empty deployment id, a whole model) passed over
+// (routing.Skip): it cannot keep the request's contract (behaviour §9.2), the client key may
+// not use it, or it is at its limits (behaviour §4.1).
 type Skip struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DeploymentId  string                 `protobuf:"bytes,1,opt,name=deployment_id,json=deploymentId" json:"deployment_id,omitempty"`
-	Model         string                 `protobuf:"bytes,2,opt,name=model" json:"model,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason" json:"reason,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	DeploymentId string                 `protobuf:"bytes,1,opt,name=deployment_id,json=deploymentId" json:"deployment_id,omitempty"`
+	Model        string                 `protobuf:"bytes,2,opt,name=model" json:"model,omitempty"`
+	// Why, in words (routing.Skip.Why).
+	Reason        string    `protobuf:"bytes,3,opt,name=reason" json:"reason,omitempty"`
+	Cause         SkipCause `protobuf:"varint,4,opt,name=cause,enum=switchyard.state.v1.SkipCause" json:"cause,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -788,6 +857,13 @@ func (x *Skip) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Skip) GetCause() SkipCause {
+	if x != nil {
+		return x.Cause
+	}
+	return SkipCause_SKIP_CAUSE_UNSPECIFIED
 }
 
 // Header is a client request header as it arrived.
@@ -864,9 +940,14 @@ type Current struct {
 	AllOpenTry     bool           `protobuf:"varint,10,opt,name=all_open_try,json=allOpenTry" json:"all_open_try,omitempty"`
 	// The model whose refusal chose a context-window or content-policy chain
 	// (routing.Decision.ReasonFrom), kept with the attempt so recording it keeps the chain.
-	ReasonFrom    string `protobuf:"bytes,11,opt,name=reason_from,json=reasonFrom" json:"reason_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReasonFrom string `protobuf:"bytes,11,opt,name=reason_from,json=reasonFrom" json:"reason_from,omitempty"`
+	// The share of the deployment's minute the route role reserved for this attempt under its
+	// rpmLimit/tpmLimit (routing.Decision.Reserved): when (0: nothing reserved) and the token
+	// estimate. The attempt's start and outcome need it.
+	ReservedUnixNano int64 `protobuf:"fixed64,12,opt,name=reserved_unix_nano,json=reservedUnixNano" json:"reserved_unix_nano,omitempty"`
+	ReservedTokens   int64 `protobuf:"varint,13,opt,name=reserved_tokens,json=reservedTokens" json:"reserved_tokens,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Current) Reset() {
@@ -976,11 +1057,25 @@ func (x *Current) GetReasonFrom() string {
 	return ""
 }
 
+func (x *Current) GetReservedUnixNano() int64 {
+	if x != nil {
+		return x.ReservedUnixNano
+	}
+	return 0
+}
+
+func (x *Current) GetReservedTokens() int64 {
+	if x != nil {
+		return x.ReservedTokens
+	}
+	return 0
+}
+
 var File_switchyard_state_v1_state_proto protoreflect.FileDescriptor
 
 const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"\n" +
-	"\x1fswitchyard/state/v1/state.proto\x12\x13switchyard.state.v1\"\xa7\x05\n" +
+	"\x1fswitchyard/state/v1/state.proto\x12\x13switchyard.state.v1\"\xce\x05\n" +
 	"\x05State\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12!\n" +
@@ -998,7 +1093,8 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"reasonFrom\x12B\n" +
 	"\x0eclient_headers\x18\f \x03(\v2\x1b.switchyard.state.v1.HeaderR\rclientHeaders\x126\n" +
 	"\acurrent\x18\r \x01(\v2\x1c.switchyard.state.v1.CurrentR\acurrent\x12\x1c\n" +
-	"\tredirects\x18\x0e \x01(\rR\tredirects\"\xcd\x04\n" +
+	"\tredirects\x18\x0e \x01(\rR\tredirects\x12%\n" +
+	"\x0eallowed_models\x18\x0f \x03(\tR\rallowedModels\"\xcd\x04\n" +
 	"\aAttempt\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +
@@ -1020,14 +1116,15 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"\x05probe\x18\x0f \x01(\bR\x05probe\x12\x12\n" +
 	"\x04pick\x18\x10 \x01(\tR\x04pick\x12 \n" +
 	"\fall_open_try\x18\x11 \x01(\bR\n" +
-	"allOpenTry\"Y\n" +
+	"allOpenTry\"\x8f\x01\n" +
 	"\x04Skip\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"9\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x124\n" +
+	"\x05cause\x18\x04 \x01(\x0e2\x1e.switchyard.state.v1.SkipCauseR\x05cause\"9\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
-	"\x05value\x18\x02 \x01(\fB\x05\xaa\x01\x02\b\x01R\x05value\"\x98\x03\n" +
+	"\x05value\x18\x02 \x01(\fB\x05\xaa\x01\x02\b\x01R\x05value\"\xef\x03\n" +
 	"\aCurrent\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1d\n" +
@@ -1043,7 +1140,9 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	" \x01(\bR\n" +
 	"allOpenTry\x12\x1f\n" +
 	"\vreason_from\x18\v \x01(\tR\n" +
-	"reasonFrom*\xc8\x01\n" +
+	"reasonFrom\x12,\n" +
+	"\x12reserved_unix_nano\x18\f \x01(\x10R\x10reservedUnixNano\x12'\n" +
+	"\x0freserved_tokens\x18\r \x01(\x03R\x0ereservedTokens*\xc8\x01\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eOPERATION_TEXT\x10\x01\x12\x14\n" +
@@ -1085,7 +1184,13 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"\x1bFALLBACK_REASON_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17FALLBACK_REASON_GENERAL\x10\x01\x12\"\n" +
 	"\x1eFALLBACK_REASON_CONTEXT_WINDOW\x10\x02\x12\"\n" +
-	"\x1eFALLBACK_REASON_CONTENT_POLICY\x10\x03BNZEgithub.com/switchyard-gw/switchyard/proto/switchyard/state/v1;statev1\x92\x03\x04\b\x02 \x03b\beditionsp\xe8\a"
+	"\x1eFALLBACK_REASON_CONTENT_POLICY\x10\x03*\x88\x01\n" +
+	"\tSkipCause\x12\x1a\n" +
+	"\x16SKIP_CAUSE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SKIP_CAUSE_CAPABILITY\x10\x01\x12\x15\n" +
+	"\x11SKIP_CAUSE_POLICY\x10\x02\x12\x14\n" +
+	"\x10SKIP_CAUSE_LIMIT\x10\x03\x12\x17\n" +
+	"\x13SKIP_CAUSE_UNSERVED\x10\x04BNZEgithub.com/switchyard-gw/switchyard/proto/switchyard/state/v1;statev1\x92\x03\x04\b\x02 \x03b\beditionsp\xe8\a"
 
 var (
 	file_switchyard_state_v1_state_proto_rawDescOnce sync.Once
@@ -1099,7 +1204,7 @@ func file_switchyard_state_v1_state_proto_rawDescGZIP() []byte {
 	return file_switchyard_state_v1_state_proto_rawDescData
 }
 
-var file_switchyard_state_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_switchyard_state_v1_state_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_switchyard_state_v1_state_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_switchyard_state_v1_state_proto_goTypes = []any{
 	(Operation)(0),      // 0: switchyard.state.v1.Operation
@@ -1108,31 +1213,33 @@ var file_switchyard_state_v1_state_proto_goTypes = []any{
 	(Class)(0),          // 3: switchyard.state.v1.Class
 	(Move)(0),           // 4: switchyard.state.v1.Move
 	(FallbackReason)(0), // 5: switchyard.state.v1.FallbackReason
-	(*State)(nil),       // 6: switchyard.state.v1.State
-	(*Attempt)(nil),     // 7: switchyard.state.v1.Attempt
-	(*Skip)(nil),        // 8: switchyard.state.v1.Skip
-	(*Header)(nil),      // 9: switchyard.state.v1.Header
-	(*Current)(nil),     // 10: switchyard.state.v1.Current
+	(SkipCause)(0),      // 6: switchyard.state.v1.SkipCause
+	(*State)(nil),       // 7: switchyard.state.v1.State
+	(*Attempt)(nil),     // 8: switchyard.state.v1.Attempt
+	(*Skip)(nil),        // 9: switchyard.state.v1.Skip
+	(*Header)(nil),      // 10: switchyard.state.v1.Header
+	(*Current)(nil),     // 11: switchyard.state.v1.Current
 }
 var file_switchyard_state_v1_state_proto_depIdxs = []int32{
 	0,  // 0: switchyard.state.v1.State.operation:type_name -> switchyard.state.v1.Operation
 	1,  // 1: switchyard.state.v1.State.mode:type_name -> switchyard.state.v1.Mode
 	2,  // 2: switchyard.state.v1.State.dialect:type_name -> switchyard.state.v1.Dialect
-	7,  // 3: switchyard.state.v1.State.attempts:type_name -> switchyard.state.v1.Attempt
-	8,  // 4: switchyard.state.v1.State.skips:type_name -> switchyard.state.v1.Skip
+	8,  // 3: switchyard.state.v1.State.attempts:type_name -> switchyard.state.v1.Attempt
+	9,  // 4: switchyard.state.v1.State.skips:type_name -> switchyard.state.v1.Skip
 	5,  // 5: switchyard.state.v1.State.reason:type_name -> switchyard.state.v1.FallbackReason
-	9,  // 6: switchyard.state.v1.State.client_headers:type_name -> switchyard.state.v1.Header
-	10, // 7: switchyard.state.v1.State.current:type_name -> switchyard.state.v1.Current
+	10, // 6: switchyard.state.v1.State.client_headers:type_name -> switchyard.state.v1.Header
+	11, // 7: switchyard.state.v1.State.current:type_name -> switchyard.state.v1.Current
 	3,  // 8: switchyard.state.v1.Attempt.class:type_name -> switchyard.state.v1.Class
 	4,  // 9: switchyard.state.v1.Attempt.move:type_name -> switchyard.state.v1.Move
 	5,  // 10: switchyard.state.v1.Attempt.fallback_reason:type_name -> switchyard.state.v1.FallbackReason
-	4,  // 11: switchyard.state.v1.Current.move:type_name -> switchyard.state.v1.Move
-	5,  // 12: switchyard.state.v1.Current.fallback_reason:type_name -> switchyard.state.v1.FallbackReason
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	6,  // 11: switchyard.state.v1.Skip.cause:type_name -> switchyard.state.v1.SkipCause
+	4,  // 12: switchyard.state.v1.Current.move:type_name -> switchyard.state.v1.Move
+	5,  // 13: switchyard.state.v1.Current.fallback_reason:type_name -> switchyard.state.v1.FallbackReason
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_state_v1_state_proto_init() }
@@ -1145,7 +1252,7 @@ func file_switchyard_state_v1_state_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_state_v1_state_proto_rawDesc), len(file_switchyard_state_v1_state_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -15,6 +15,7 @@
 -- ARGV[14] dedupe TTL (µs)     ARGV[15] minute (Unix minutes)
 -- ARGV[16] circuit grace (µs)  ARGV[17] state TTL (ms)    ARGV[18] dedupe grace (µs)
 -- ARGV[19] attempt start (µs, 0 unknown)   ARGV[20] health buckets (store.HealthBuckets)
+-- ARGV[21] reserved tokens (reserve.lua's estimate, 0 none)   ARGV[22] their minute
 --
 -- Reply: { flags, open, cause, fails, ws, oa, ou, reo, po, pu, ca } with flags bits
 -- 1 counted, 2 opened, 4 reopened, 8 closed, 16 cleared, 32 quarantined, 64 probe released.
@@ -178,11 +179,20 @@ end
 local st = load_state(K_STATE)
 local c = st.c
 local inf, infx = st.inf, st.infx
+local live = redis.call('ZSCORE', K_INFLIGHT, attempt)
 redis.call('ZREM', K_INFLIGHT, attempt)
+live = live and tonumber(live) > now
 prune(K_INFLIGHT, now)
 summarize(K_INFLIGHT, st)
 local dirty = st.inf ~= inf or st.infx ~= infx
 local ttl = tonumber(ARGV[17])
+local reserved = tonumber(ARGV[21])
+if live and reserved > 0 and st.m == tonumber(ARGV[22]) then
+  -- The estimate gives way to the real usage (a success adds it below), once: an attempt
+  -- may be finished twice (its attempt role and the trampoline).
+  st.tpm = math.max(st.tpm - reserved, 0)
+  dirty = true
+end
 local flags, changed = 0, false
 
 if effect == 1 then -- success

@@ -5,6 +5,7 @@
 -- KEYS[2] state     the deployment's state record (common.lua)
 -- ARGV[1] attempt id   ARGV[2] now (µs)   ARGV[3] expires (µs)   ARGV[4] minute (Unix minutes)
 -- ARGV[5] state TTL (ms)   ARGV[6] in-flight grace (µs)
+-- ARGV[7] reserved: '1' when reserve.lua already counted the request (only in flight here)
 --
 -- Invariants: an entry counts while now < its expiry, whoever wrote it, so a crashed
 -- replica's entries stop counting one by one; expired entries are pruned on every write and
@@ -22,7 +23,7 @@ local keep = ms(tonumber(last[2]) - now) + ms(tonumber(ARGV[6]))
 redis.call('PEXPIRE', K_INFLIGHT, istr(keep))
 summarize(K_INFLIGHT, st)
 
-if roll_minute(st, tonumber(ARGV[4])) then
+if ARGV[7] ~= '1' and roll_minute(st, tonumber(ARGV[4])) then
   st.rpm = st.rpm + 1
 end
 save_state(K_STATE, st, math.max(tonumber(ARGV[5]), keep))
