@@ -126,6 +126,9 @@ type Outcome struct {
 	InBand bool
 	// Event is the SSE event name of an in-band error ("error", "response.failed"), if any.
 	Event string
+	// Secrets are the credentials redacted literally from the provider's message, type, code
+	// and param (the configured keys, the client's key); nil redacts by shape only.
+	Secrets *Secrets
 }
 
 // Succeeded reports whether o is a 2xx response that is not an in-band error: Classify reads
