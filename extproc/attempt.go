@@ -94,6 +94,8 @@ type attemptProcessor struct {
 	held    []byte
 	// overHold: a failed response's body passed the hold bound; only its head is kept.
 	overHold bool
+	// redact: the configured and the client's credentials, built at the first failure.
+	redact *failure.Secrets
 }
 
 func newAttemptProcessor(s *Server, stream extprocv3.ExternalProcessor_ProcessServer) *attemptProcessor {
@@ -434,7 +436,7 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	if p.broken == nil {
 		o := failure.Outcome{Provider: p.dep.Provider, Status: p.status, Body: p.held}
 		if !o.Succeeded() {
-			o.Header = p.headers.httpHeader()
+			o.Header, o.Secrets = p.headers.httpHeader(), p.secrets()
 		}
 		c = failure.Classify(o, now)
 	}
@@ -557,6 +559,15 @@ func originalURL(st *statev1.State) string {
 		s = "http"
 	}
 	return s + "://" + string(authority) + string(path)
+}
+
+// secrets are the credentials no provider text may carry to the client or the log: every
+// configured deployment's key and the client's own (failure.Secrets).
+func (p *attemptProcessor) secrets() *failure.Secrets {
+	if p.redact == nil {
+		p.redact = p.s.secrets.get(p.snap, p.s.log).With(clientSecrets(p.state)...)
+	}
+	return p.redact
 }
 
 // safe drops what Envoy's mutation_rules would refuse (see mutationcheck.go) and says so.

@@ -164,13 +164,13 @@ func (p *attemptProcessor) onEvent(ev *sse.Event) {
 	v := s.cls.Classify(ev)
 	switch {
 	case v.Error && !s.committed:
-		c := failure.Classify(s.cls.Outcome(ev), p.s.clock.Now())
+		c := failure.Classify(p.inBandOutcome(ev), p.s.clock.Now())
 		s.failed = &c
 		return
 	case v.Error:
 		// After the commit the provider's error event is replaced by switchyard's, which
 		// carries the request id (endStream); the rest of the stream is ignored.
-		c := failure.Classify(s.cls.Outcome(ev), p.s.clock.Now())
+		c := failure.Classify(p.inBandOutcome(ev), p.s.clock.Now())
 		s.upstreamErr = &c
 		return
 	case s.upstreamErr != nil, v.Drop:
@@ -185,6 +185,14 @@ func (p *attemptProcessor) onEvent(ev *sse.Event) {
 		return
 	}
 	s.out = append(s.out, ev.Raw...)
+}
+
+// inBandOutcome is the in-band error event ev as routing/failure reads it, with the
+// credentials to redact from its message.
+func (p *attemptProcessor) inBandOutcome(ev *sse.Event) failure.Outcome {
+	o := p.sse.cls.Outcome(ev)
+	o.Secrets = p.secrets()
+	return o
 }
 
 // endStream judges a stream whose upstream body ended (SPEC §8.4) and ends the client's.

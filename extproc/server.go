@@ -77,6 +77,7 @@ type Server struct {
 	opts   Options
 
 	upstreams upstreams
+	secrets   configSecrets
 }
 
 // NewServer returns a Server deciding with router and sealing state with sealer.
