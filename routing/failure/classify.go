@@ -98,7 +98,7 @@ func classifyStatus(st int, e *errorBody, h http.Header, now time.Time) Classifi
 		c.Class = ClassTransient
 	}
 	if c.Class == ClassThrottle || c.Class == ClassTransient {
-		c.RetryAfter = RetryAfter(h, e.message, now)
+		c.RetryAfter, c.RetryAfterHeader = retryAfter(h, e.message, now)
 		if c.Class == ClassThrottle && !c.Quota &&
 			(c.RetryAfter >= quotaRetryAfter || messageRetryAfter(e.message) >= quotaRetryAfter) {
 			// The message is checked on its own too: Azure's text can name the daily limit
