@@ -360,7 +360,20 @@ func (p *attemptProcessor) releaseHeaders(endOfStream bool) error {
 		p.phase = attemptDone
 		p.finishSuccess(0, 0)
 	}
-	return p.stream.Send(continueResponseHeaders(mutation{}))
+	if p.trampoline {
+		return p.stream.Send(continueResponseHeaders(mutation{}))
+	}
+	return p.stream.Send(continueResponseHeaders(p.clientHeaders()))
+}
+
+// clientHeaders is the mutation that releases the provider's response headers to the client
+// (responseheaders.go).
+func (p *attemptProcessor) clientHeaders() mutation {
+	family := dialect.OpenAI
+	if p.state != nil {
+		family = p.clientFamily()
+	}
+	return p.safe(clientResponse(p.headers, p.requestID, family))
 }
 
 func (p *attemptProcessor) onResponseBody(ctx context.Context, b *extprocv3.HttpBody) error {
@@ -375,7 +388,7 @@ func (p *attemptProcessor) onResponseBody(ctx context.Context, b *extprocv3.Http
 		if len(p.held) > p.s.opts.MaxResponseHold && !p.overHold {
 			if p.status < 300 && p.broken == nil {
 				// Too large to hold: it passes through unmodified (SPEC §8.1 for large bodies).
-				if err := p.stream.Send(continueResponseHeaders(mutation{})); err != nil {
+				if err := p.stream.Send(continueResponseHeaders(p.clientHeaders())); err != nil {
 					return err
 				}
 				p.phase = attemptPass
@@ -448,7 +461,7 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 		if p.unified {
 			body = withUnifiedRouting(body, p.unifiedRouting(latency.Milliseconds()))
 		}
-		if err := p.stream.Send(continueResponseHeaders(mutation{})); err != nil {
+		if err := p.stream.Send(continueResponseHeaders(p.clientHeaders())); err != nil {
 			return err
 		}
 		if !hadBody {
@@ -474,6 +487,9 @@ func (p *attemptProcessor) redirect(c failure.Classification, latency time.Durat
 	}
 	if err := recordAttempt(p.state, dep, c, latency); err != nil {
 		return fmt.Errorf("recording the attempt in the state: %w", err)
+	}
+	if n := len(p.state.Attempts); n > 0 && p.broken == nil {
+		p.state.Attempts[n-1].ProviderRequestId = p.providerRequestID()
 	}
 	sealed, err := p.s.sealer.Seal(p.state)
 	if err != nil {
@@ -565,7 +581,11 @@ func originalURL(st *statev1.State) string {
 // configured deployment's key and the client's own (failure.Secrets).
 func (p *attemptProcessor) secrets() *failure.Secrets {
 	if p.redact == nil {
-		p.redact = p.s.secrets.get(p.snap, p.s.log).With(clientSecrets(p.state)...)
+		var base *failure.Secrets
+		if p.snap != nil {
+			base = p.s.secrets.get(p.snap, p.s.log)
+		}
+		p.redact = base.With(clientSecrets(p.state)...)
 	}
 	return p.redact
 }

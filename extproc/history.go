@@ -89,6 +89,7 @@ func putHistory(st *statev1.State, h *routing.History) {
 		a := attemptProto(&h.Attempts[i])
 		if i < len(old) {
 			a.Move, a.FallbackReason, a.FallbackHop, a.Probe = old[i].GetMove(), old[i].GetFallbackReason(), old[i].GetFallbackHop(), old[i].GetProbe()
+			a.ProviderRequestId = old[i].GetProviderRequestId()
 		} else {
 			chosenAs(a, st.GetCurrent())
 		}

@@ -29,6 +29,9 @@ type routedAttempt struct {
 	ErrorClass string `json:"error_class,omitempty"`
 	ErrorKind  string `json:"error_kind,omitempty"`
 	Status     int    `json:"status,omitempty"`
+	// ProviderRequestID is the provider's own id of its response: the one place a client
+	// sees it (docs/extproc.md, "Response headers").
+	ProviderRequestID string `json:"provider_request_id,omitempty"`
 }
 
 // moveName and className name the state's enums as routing does (each proto value is the
@@ -56,12 +59,12 @@ func (p *attemptProcessor) unifiedRouting(latencyMs int64) unifiedRouting {
 		u.Attempts = append(u.Attempts, routedAttempt{
 			Deployment: a.GetDeploymentId(), Model: a.GetModel(), Move: moveName(a.GetMove()),
 			LatencyMs: a.GetLatencyNanos() / 1e6, ErrorClass: className(a.GetClass()), ErrorKind: a.GetKind(),
-			Status: int(a.GetStatus()),
+			Status: int(a.GetStatus()), ProviderRequestID: a.GetProviderRequestId(),
 		})
 	}
 	u.Attempts = append(u.Attempts, routedAttempt{
 		Deployment: cur.GetDeploymentId(), Model: cur.GetModel(), Move: moveName(cur.GetMove()),
-		LatencyMs: latencyMs, Status: p.status,
+		LatencyMs: latencyMs, Status: p.status, ProviderRequestID: p.providerRequestID(),
 	})
 	return u
 }
