@@ -457,7 +457,7 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	if c.Class == failure.ClassNone {
 		u := stream.UsageOf(dialectOf(p.state.GetDialect()), p.held)
 		p.finishSuccess(u.Completion, u.Total)
-		body := p.held
+		body := withPublicModel(p.held, p.state.GetCurrent().GetModel())
 		if p.unified {
 			body = withUnifiedRouting(body, p.unifiedRouting(latency.Milliseconds()))
 		}

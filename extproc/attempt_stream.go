@@ -57,7 +57,8 @@ func (p *attemptProcessor) startStream() {
 	pol := p.dep.Policy(&p.snap.Settings, p.req.Operation, p.req.Mode())
 	s := &streamState{lastByte: p.s.clock.Now(), idle: pol.Idle,
 		deadline: time.Unix(0, p.state.GetDeadlineUnixNano()).Add(-deadlineMargin)}
-	s.cls.Reset(dialectOf(p.state.GetDialect()), stream.Options{Provider: p.dep.Provider, ClientUsage: p.clientUsage})
+	s.cls.Reset(dialectOf(p.state.GetDialect()), stream.Options{Provider: p.dep.Provider, ClientUsage: p.clientUsage,
+		Model: p.state.GetCurrent().GetModel()})
 	p.sse = s
 	p.phase = attemptHold
 	p.rearm()
@@ -184,7 +185,7 @@ func (p *attemptProcessor) onEvent(ev *sse.Event) {
 		s.out = s.cls.AppendFinal(s.out, ev, p.unifiedJSON())
 		return
 	}
-	s.out = append(s.out, ev.Raw...)
+	s.out = s.cls.AppendEvent(s.out, ev)
 }
 
 // inBandOutcome is the in-band error event ev as routing/failure reads it, with the

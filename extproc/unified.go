@@ -3,6 +3,7 @@ package extproc
 import (
 	"encoding/json"
 
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
@@ -77,6 +78,22 @@ func withUnifiedRouting(body []byte, u unifiedRouting) []byte {
 		return body
 	}
 	out, err := sjson.SetRawBytes(body, "unified_routing", raw)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// withPublicModel names the public model in a JSON answer's top-level "model" (Chat,
+// Responses, Messages and Embeddings all put it there), where the provider named its own:
+// the client asked for the public model and must not learn which deployment served. A body
+// without a string "model" is left alone.
+func withPublicModel(body []byte, model string) []byte {
+	r := gjson.GetBytes(body, "model")
+	if model == "" || r.Type != gjson.String || r.Str == model {
+		return body
+	}
+	out, err := sjson.SetBytes(body, "model", model)
 	if err != nil {
 		return body
 	}
