@@ -62,6 +62,16 @@ type deployment struct {
 	ResponseMs, TotalMs, IdleMs uint64
 	// URL, when set, is the provider's base URL instead of a fake's (a hand-written server).
 	URL string
+	// Key, when set, is the deployment's API key instead of providerKey(ID).
+	Key string
+}
+
+// key is the API key switchyard holds for d and its fake expects.
+func (d deployment) key() string {
+	if d.Key != "" {
+		return d.Key
+	}
+	return providerKey(d.ID)
 }
 
 // replica is one switchyard process: its ext_proc gRPC server and trampoline.
@@ -127,7 +137,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	var eps []endpoint
 	secrets := map[string]string{}
 	for _, d := range deps {
-		fake, err := fakeprovider.New(fakeprovider.Options{Kind: d.Kind, Name: d.ID, APIKey: providerKey(d.ID)})
+		fake, err := fakeprovider.New(fakeprovider.Options{Kind: d.Kind, Name: d.ID, APIKey: d.key()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +181,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 			}
 			cd.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{"text": {Json: p, Stream: sp}}
 		}
-		secrets[d.ID] = providerKey(d.ID)
+		secrets[d.ID] = d.key()
 		if d.WrongKey {
 			secrets[d.ID] = "sk-wrong-key"
 		}
