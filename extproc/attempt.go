@@ -473,7 +473,7 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", p.state.GetCurrent().GetDeploymentId(),
 		"model", p.state.GetCurrent().GetModel(), "status", p.status, "class", c.Class.String(), "kind", string(c.Kind),
 		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t),
-		"time_left_ms", time.Unix(0, p.state.GetDeadlineUnixNano()).Sub(now).Milliseconds())
+		"time_left_ms", time.Unix(0, p.state.GetDeadlineUnixNano()).Sub(now).Milliseconds(), "provider_request_id", p.providerRequestID())
 	return p.redirect(c, latency, hadBody)
 }
 

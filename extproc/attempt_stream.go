@@ -260,7 +260,8 @@ func (p *attemptProcessor) failStream(c failure.Classification) error {
 	t := p.finish(routing.Result{Classification: c, Latency: latency})
 	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", p.dep.ID, "model", p.state.GetCurrent().GetModel(),
 		"status", p.status, "class", c.Class.String(), "kind", string(c.Kind), "stream", true, "committed", false,
-		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t))
+		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t),
+		"provider_request_id", p.providerRequestID())
 	s.ended = true
 	return p.redirect(c, latency, true)
 }
