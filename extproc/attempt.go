@@ -97,6 +97,8 @@ type attemptProcessor struct {
 	held    []byte
 	// overHold: a failed response's body passed the hold bound; only its head is kept.
 	overHold bool
+	// redact: the configured and the client's credentials, built at the first failure.
+	redact *failure.Secrets
 }
 
 func newAttemptProcessor(s *Server, stream extprocv3.ExternalProcessor_ProcessServer) *attemptProcessor {
@@ -362,7 +364,20 @@ func (p *attemptProcessor) releaseHeaders(endOfStream bool) error {
 		p.phase = attemptDone
 		p.finishSuccess(0, 0)
 	}
-	return p.stream.Send(continueResponseHeaders(mutation{}))
+	if p.trampoline {
+		return p.stream.Send(continueResponseHeaders(mutation{}))
+	}
+	return p.stream.Send(continueResponseHeaders(p.clientHeaders()))
+}
+
+// clientHeaders is the mutation that releases the provider's response headers to the client
+// (responseheaders.go).
+func (p *attemptProcessor) clientHeaders() mutation {
+	family := dialect.OpenAI
+	if p.state != nil {
+		family = p.clientFamily()
+	}
+	return p.safe(clientResponse(p.headers, p.requestID, family))
 }
 
 func (p *attemptProcessor) onResponseBody(ctx context.Context, b *extprocv3.HttpBody) error {
@@ -377,7 +392,7 @@ func (p *attemptProcessor) onResponseBody(ctx context.Context, b *extprocv3.Http
 		if len(p.held) > p.s.opts.MaxResponseHold && !p.overHold {
 			if p.status < 300 && p.broken == nil {
 				// Too large to hold: it passes through unmodified (SPEC §8.1 for large bodies).
-				if err := p.stream.Send(continueResponseHeaders(mutation{})); err != nil {
+				if err := p.stream.Send(continueResponseHeaders(p.clientHeaders())); err != nil {
 					return err
 				}
 				p.phase = attemptPass
@@ -438,7 +453,7 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	if p.broken == nil {
 		o := failure.Outcome{Provider: p.dep.Provider, Status: p.status, Body: p.held}
 		if !o.Succeeded() {
-			o.Header = p.headers.httpHeader()
+			o.Header, o.Secrets = p.headers.httpHeader(), p.secrets()
 		}
 		c = failure.Classify(o, now)
 	}
@@ -446,11 +461,11 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	if c.Class == failure.ClassNone {
 		u := stream.UsageOf(dialectOf(p.state.GetDialect()), p.held)
 		p.finishSuccess(u.Completion, u.Total)
-		body := p.held
+		body := withPublicModel(p.held, p.state.GetCurrent().GetModel())
 		if p.unified {
 			body = withUnifiedRouting(body, p.unifiedRouting(latency.Milliseconds()))
 		}
-		if err := p.stream.Send(continueResponseHeaders(mutation{})); err != nil {
+		if err := p.stream.Send(continueResponseHeaders(p.clientHeaders())); err != nil {
 			return err
 		}
 		if !hadBody {
@@ -462,7 +477,7 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", p.state.GetCurrent().GetDeploymentId(),
 		"model", p.state.GetCurrent().GetModel(), "status", p.status, "class", c.Class.String(), "kind", string(c.Kind),
 		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t),
-		"time_left_ms", time.Unix(0, p.state.GetDeadlineUnixNano()).Sub(now).Milliseconds())
+		"time_left_ms", time.Unix(0, p.state.GetDeadlineUnixNano()).Sub(now).Milliseconds(), "provider_request_id", p.providerRequestID())
 	return p.redirect(c, latency, hadBody)
 }
 
@@ -476,6 +491,9 @@ func (p *attemptProcessor) redirect(c failure.Classification, latency time.Durat
 	}
 	if err := recordAttempt(p.state, dep, c, latency); err != nil {
 		return fmt.Errorf("recording the attempt in the state: %w", err)
+	}
+	if n := len(p.state.Attempts); n > 0 && p.broken == nil {
+		p.state.Attempts[n-1].ProviderRequestId = p.providerRequestID()
 	}
 	sealed, err := p.s.sealer.Seal(p.state)
 	if err != nil {
@@ -562,6 +580,19 @@ func originalURL(st *statev1.State) string {
 		s = "http"
 	}
 	return s + "://" + string(authority) + string(path)
+}
+
+// secrets are the credentials no provider text may carry to the client or the log: every
+// configured deployment's key and the client's own (failure.Secrets).
+func (p *attemptProcessor) secrets() *failure.Secrets {
+	if p.redact == nil {
+		var base *failure.Secrets
+		if p.snap != nil {
+			base = p.s.secrets.get(p.snap, p.s.log)
+		}
+		p.redact = base.With(clientSecrets(p.state)...)
+	}
+	return p.redact
 }
 
 // safe drops what Envoy's mutation_rules would refuse (see mutationcheck.go) and says so.

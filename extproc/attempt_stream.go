@@ -57,7 +57,8 @@ func (p *attemptProcessor) startStream() {
 	pol := p.dep.Policy(&p.snap.Settings, p.req.Operation, p.req.Mode())
 	s := &streamState{lastByte: p.s.clock.Now(), idle: pol.Idle,
 		deadline: time.Unix(0, p.state.GetDeadlineUnixNano()).Add(-deadlineMargin)}
-	s.cls.Reset(dialectOf(p.state.GetDialect()), stream.Options{Provider: p.dep.Provider, ClientUsage: p.clientUsage})
+	s.cls.Reset(dialectOf(p.state.GetDialect()), stream.Options{Provider: p.dep.Provider, ClientUsage: p.clientUsage,
+		Model: p.state.GetCurrent().GetModel()})
 	p.sse = s
 	p.phase = attemptHold
 	p.rearm()
@@ -164,13 +165,13 @@ func (p *attemptProcessor) onEvent(ev *sse.Event) {
 	v := s.cls.Classify(ev)
 	switch {
 	case v.Error && !s.committed:
-		c := failure.Classify(s.cls.Outcome(ev), p.s.clock.Now())
+		c := failure.Classify(p.inBandOutcome(ev), p.s.clock.Now())
 		s.failed = &c
 		return
 	case v.Error:
 		// After the commit the provider's error event is replaced by switchyard's, which
 		// carries the request id (endStream); the rest of the stream is ignored.
-		c := failure.Classify(s.cls.Outcome(ev), p.s.clock.Now())
+		c := failure.Classify(p.inBandOutcome(ev), p.s.clock.Now())
 		s.upstreamErr = &c
 		return
 	case s.upstreamErr != nil, v.Drop:
@@ -184,7 +185,15 @@ func (p *attemptProcessor) onEvent(ev *sse.Event) {
 		s.out = s.cls.AppendFinal(s.out, ev, p.unifiedJSON())
 		return
 	}
-	s.out = append(s.out, ev.Raw...)
+	s.out = s.cls.AppendEvent(s.out, ev)
+}
+
+// inBandOutcome is the in-band error event ev as routing/failure reads it, with the
+// credentials to redact from its message.
+func (p *attemptProcessor) inBandOutcome(ev *sse.Event) failure.Outcome {
+	o := p.sse.cls.Outcome(ev)
+	o.Secrets = p.secrets()
+	return o
 }
 
 // endStream judges a stream whose upstream body ended (SPEC §8.4) and ends the client's.
@@ -234,7 +243,7 @@ func (p *attemptProcessor) commit() error {
 	}
 	s := p.sse
 	p.phase = attemptPass
-	if err := p.send(continueResponseHeaders(mutation{})); err != nil {
+	if err := p.send(continueResponseHeaders(p.clientHeaders())); err != nil {
 		return err
 	}
 	s.out = append(s.held, s.out...)
@@ -251,7 +260,8 @@ func (p *attemptProcessor) failStream(c failure.Classification) error {
 	t := p.finish(routing.Result{Classification: c, Latency: latency})
 	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", p.dep.ID, "model", p.state.GetCurrent().GetModel(),
 		"status", p.status, "class", c.Class.String(), "kind", string(c.Kind), "stream", true, "committed", false,
-		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t))
+		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t),
+		"provider_request_id", p.providerRequestID())
 	s.ended = true
 	return p.redirect(c, latency, true)
 }

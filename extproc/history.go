@@ -90,6 +90,7 @@ func putHistory(st *statev1.State, h *routing.History) {
 		a := attemptProto(&h.Attempts[i])
 		if i < len(old) {
 			a.Move, a.FallbackReason, a.FallbackHop, a.Probe = old[i].GetMove(), old[i].GetFallbackReason(), old[i].GetFallbackHop(), old[i].GetProbe()
+			a.ProviderRequestId = old[i].GetProviderRequestId()
 		} else {
 			chosenAs(a, st.GetCurrent())
 		}
@@ -163,17 +164,18 @@ func recordAttempt(st *statev1.State, dep *config.Deployment, c failure.Classifi
 
 func attemptProto(a *routing.Attempt) *statev1.Attempt {
 	return &statev1.Attempt{
-		DeploymentId:    a.Deployment,
-		Model:           a.Model,
-		Class:           statev1.Class(a.Class) + 1,
-		Kind:            string(a.Kind),
-		Quota:           a.Quota,
-		Status:          int32(a.Status),
-		LatencyNanos:    int64(a.Latency),
-		RetryAfterNanos: int64(a.RetryAfter),
-		Message:         a.Message,
-		ErrorType:       a.Type,
-		ErrorCode:       a.Code,
+		DeploymentId:     a.Deployment,
+		Model:            a.Model,
+		Class:            statev1.Class(a.Class) + 1,
+		Kind:             string(a.Kind),
+		Quota:            a.Quota,
+		Status:           int32(a.Status),
+		LatencyNanos:     int64(a.Latency),
+		RetryAfterNanos:  int64(a.RetryAfter),
+		RetryAfterHeader: a.RetryAfterHeader,
+		Message:          a.Message,
+		ErrorType:        a.Type,
+		ErrorCode:        a.Code,
 	}
 }
 
@@ -183,17 +185,18 @@ func attemptOf(a *statev1.Attempt) (routing.Attempt, error) {
 		return routing.Attempt{}, fmt.Errorf("attempt state: class %d out of range", c)
 	}
 	return routing.Attempt{
-		Deployment: a.GetDeploymentId(),
-		Model:      a.GetModel(),
-		Class:      failure.Class(c - 1),
-		Kind:       failure.Kind(a.GetKind()),
-		Quota:      a.GetQuota(),
-		Status:     int(a.GetStatus()),
-		RetryAfter: time.Duration(a.GetRetryAfterNanos()),
-		Latency:    time.Duration(a.GetLatencyNanos()),
-		Type:       a.GetErrorType(),
-		Code:       a.GetErrorCode(),
-		Message:    a.GetMessage(),
+		Deployment:       a.GetDeploymentId(),
+		Model:            a.GetModel(),
+		Class:            failure.Class(c - 1),
+		Kind:             failure.Kind(a.GetKind()),
+		Quota:            a.GetQuota(),
+		Status:           int(a.GetStatus()),
+		RetryAfter:       time.Duration(a.GetRetryAfterNanos()),
+		RetryAfterHeader: a.GetRetryAfterHeader(),
+		Latency:          time.Duration(a.GetLatencyNanos()),
+		Type:             a.GetErrorType(),
+		Code:             a.GetErrorCode(),
+		Message:          a.GetMessage(),
 	}, nil
 }
 

@@ -78,6 +78,7 @@ type Server struct {
 
 	upstreams upstreams
 	authLog   logEvery // failed client key checks (clientauth.go)
+	secrets   configSecrets
 }
 
 // NewServer returns a Server deciding with router and sealing state with sealer.

@@ -64,6 +64,8 @@ const (
 	fAttempt_Probe           protowire.Number = 15
 	fAttempt_Pick            protowire.Number = 16
 	fAttempt_AllOpenTry      protowire.Number = 17
+	fAttempt_ProviderReqID   protowire.Number = 18
+	fAttempt_RetryAfterHdr   protowire.Number = 19
 
 	fSkip_DeploymentId protowire.Number = 1
 	fSkip_Model        protowire.Number = 2
@@ -144,6 +146,8 @@ func appendAttempt(b []byte, a *statev1.Attempt) []byte {
 	b = appendBool(b, fAttempt_Probe, a.Probe)
 	b = appendString(b, fAttempt_Pick, a.Pick)
 	b = appendBool(b, fAttempt_AllOpenTry, a.AllOpenTry)
+	b = appendString(b, fAttempt_ProviderReqID, a.ProviderRequestId)
+	b = appendBool(b, fAttempt_RetryAfterHdr, a.RetryAfterHeader)
 	return append(b, a.ProtoReflect().GetUnknown()...)
 }
 
@@ -463,6 +467,10 @@ func (d *stateDecoder) attempt(a *statev1.Attempt, b []byte) error {
 			a.Pick = d.string(r.val)
 		case tagOf(fAttempt_AllOpenTry, tVarint):
 			a.AllOpenTry = r.v != 0
+		case tagOf(fAttempt_ProviderReqID, tBytes):
+			a.ProviderRequestId = d.string(r.val)
+		case tagOf(fAttempt_RetryAfterHdr, tVarint):
+			a.RetryAfterHeader = r.v != 0
 		default:
 			r.keepUnknown()
 		}

@@ -3,6 +3,7 @@ package extproc
 import (
 	"encoding/json"
 
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
@@ -32,6 +33,9 @@ type routedAttempt struct {
 	ErrorClass string `json:"error_class,omitempty"`
 	ErrorKind  string `json:"error_kind,omitempty"`
 	Status     int    `json:"status,omitempty"`
+	// ProviderRequestID is the provider's own id of its response: the one place a client
+	// sees it (docs/extproc.md, "Response headers").
+	ProviderRequestID string `json:"provider_request_id,omitempty"`
 }
 
 // moveName and className name the state's enums as routing does (each proto value is the
@@ -59,12 +63,12 @@ func (p *attemptProcessor) unifiedRouting(latencyMs int64) unifiedRouting {
 		u.Attempts = append(u.Attempts, routedAttempt{
 			Deployment: a.GetDeploymentId(), Model: a.GetModel(), Move: moveName(a.GetMove()),
 			LatencyMs: a.GetLatencyNanos() / 1e6, ErrorClass: className(a.GetClass()), ErrorKind: a.GetKind(),
-			Status: int(a.GetStatus()),
+			Status: int(a.GetStatus()), ProviderRequestID: a.GetProviderRequestId(),
 		})
 	}
 	u.Attempts = append(u.Attempts, routedAttempt{
 		Deployment: cur.GetDeploymentId(), Model: cur.GetModel(), Move: moveName(cur.GetMove()),
-		LatencyMs: latencyMs, Status: p.status,
+		LatencyMs: latencyMs, Status: p.status, ProviderRequestID: p.providerRequestID(),
 	})
 	u.Skipped = skipRecords(stateSkips(p.state))
 	return u
@@ -78,6 +82,22 @@ func withUnifiedRouting(body []byte, u unifiedRouting) []byte {
 		return body
 	}
 	out, err := sjson.SetRawBytes(body, "unified_routing", raw)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// withPublicModel names the public model in a JSON answer's top-level "model" (Chat,
+// Responses, Messages and Embeddings all put it there), where the provider named its own:
+// the client asked for the public model and must not learn which deployment served. A body
+// without a string "model" is left alone.
+func withPublicModel(body []byte, model string) []byte {
+	r := gjson.GetBytes(body, "model")
+	if model == "" || r.Type != gjson.String || r.Str == model {
+		return body
+	}
+	out, err := sjson.SetBytes(body, "model", model)
 	if err != nil {
 		return body
 	}

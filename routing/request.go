@@ -115,9 +115,11 @@ type Attempt struct {
 	Quota      bool
 	Status     int
 	RetryAfter time.Duration
-	Latency    time.Duration
-	Type       string
-	Code       string
+	// RetryAfterHeader: RetryAfter is the provider's own Retry-After (failure.Classification).
+	RetryAfterHeader bool
+	Latency          time.Duration
+	Type             string
+	Code             string
 	// Message is the provider's sanitised public message.
 	Message string
 }
@@ -126,7 +128,7 @@ type Attempt struct {
 func AttemptFrom(d *config.Deployment, c failure.Classification, latency time.Duration) Attempt {
 	return Attempt{
 		Deployment: d.ID, Model: d.PublicModel, Class: c.Class, Kind: c.Kind, Quota: c.Quota,
-		Status: c.Status, RetryAfter: c.RetryAfter, Latency: latency, Type: c.Type, Code: c.Code,
+		Status: c.Status, RetryAfter: c.RetryAfter, RetryAfterHeader: c.RetryAfterHeader, Latency: latency, Type: c.Type, Code: c.Code,
 		Message: c.Message,
 	}
 }

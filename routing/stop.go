@@ -36,7 +36,10 @@ func upstreamStop(last *Attempt) *StopError {
 	if e.Message == "" {
 		e.Message = genericMessage(last.Kind)
 	}
-	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+	if (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) && last.RetryAfterHeader {
+		// Only the provider's own Retry-After: a reset hint (x-ratelimit-reset-requests:
+		// 6ms on a 503) says when a rate window refills, not when to come back, and an SDK
+		// would retry at once (docs/routing.md, "Retry-After on a final error").
 		e.RetryAfter = min(last.RetryAfter, RetryAfterLimit)
 	}
 	return e

@@ -7,11 +7,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
@@ -130,4 +132,35 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestStaticTemplateRemovesProviderHeaders: the static template's route removes the same
+// provider headers as the route switchyard publishes over xDS.
+func TestStaticTemplateRemovesProviderHeaders(t *testing.T) {
+	bs, err := sim.Load(renderStaticTemplate(t, "../envoy/static-clusters.yaml.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range bs.GetStaticResources().GetListeners() {
+		for _, fc := range l.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				hcm := &hcmv3.HttpConnectionManager{}
+				if err := f.GetTypedConfig().UnmarshalTo(hcm); err != nil {
+					t.Fatal(err)
+				}
+				for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+					for _, r := range vh.GetRoutes() {
+						got = append(got, r.GetResponseHeadersToRemove()...)
+					}
+				}
+			}
+		}
+	}
+	if !slices.Equal(got, extproc.ProviderResponseHeaders) {
+		t.Fatalf("static template removes %v,\nwant extproc.ProviderResponseHeaders %v", got, extproc.ProviderResponseHeaders)
+	}
+	if pub := buildRoute(Options{}).GetVirtualHosts()[0].GetRoutes()[0].GetResponseHeadersToRemove(); !slices.Equal(pub, extproc.ProviderResponseHeaders) {
+		t.Fatalf("published route removes %v", pub)
+	}
 }

@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"slices"
+
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	previouspriorities "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -29,6 +31,12 @@ func buildRoute(o Options) *routev3.RouteConfiguration {
 				// per_connection_buffer_limit_bytes (VirtualHost.request_body_buffer_limit
 				// docs, route_components.proto).
 				RequestBodyBufferLimit: wrapperspb.UInt64(o.RequestBodyBufferLimit),
+				// The provider headers go in Envoy too, so that a response the attempt role
+				// could not process (failure_mode_allow) does not show them; Envoy applies
+				// it after the upstream filters and to local replies before their own
+				// headers (source/common/router/header_parser.cc evaluateHeaders, router.cc
+				// onUpstreamHeaders, docs/extproc.md "Response headers").
+				ResponseHeadersToRemove: slices.Clone(extproc.ProviderResponseHeaders),
 				Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 					// Set by the route role (with clear_route_cache) to sy-dep-<id>.
 					ClusterSpecifier: &routev3.RouteAction_ClusterHeader{ClusterHeader: extproc.HeaderCluster},

@@ -76,6 +76,7 @@ func TestAttemptRoleDiesDuringTheResponse(t *testing.T) {
 // result is a request made on another goroutine while the test stops a replica.
 type result struct {
 	status int
+	header http.Header
 	body   []byte
 	took   time.Duration
 	err    error
@@ -89,7 +90,7 @@ func (g *gateway) postAsync(path, body string, header map[string]string) <-chan 
 		resp, b, err := g.tryPost(path, body, header)
 		r := result{body: b, err: err, took: time.Since(start)}
 		if resp != nil {
-			r.status = resp.StatusCode
+			r.status, r.header = resp.StatusCode, resp.Header
 		}
 		done <- r
 	}()

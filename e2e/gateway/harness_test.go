@@ -66,6 +66,16 @@ type deployment struct {
 	RPMLimit uint64
 	// Capabilities are the deployment's declared capabilities (nil: none declared).
 	Capabilities *configv1.Capabilities
+	// Key, when set, is the deployment's API key instead of providerKey(ID).
+	Key string
+}
+
+// key is the API key switchyard holds for d and its fake expects.
+func (d deployment) key() string {
+	if d.Key != "" {
+		return d.Key
+	}
+	return providerKey(d.ID)
 }
 
 // replica is one switchyard process: its ext_proc gRPC server and trampoline.
@@ -131,7 +141,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	var eps []endpoint
 	secrets := map[string]string{}
 	for _, d := range deps {
-		fake, err := fakeprovider.New(fakeprovider.Options{Kind: d.Kind, Name: d.ID, APIKey: providerKey(d.ID)})
+		fake, err := fakeprovider.New(fakeprovider.Options{Kind: d.Kind, Name: d.ID, APIKey: d.key()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +189,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 			}
 			cd.ExecutionPolicyOverrides = map[string]*configv1.OperationPolicy{"text": {Json: p, Stream: sp}}
 		}
-		secrets[d.ID] = providerKey(d.ID)
+		secrets[d.ID] = d.key()
 		if d.WrongKey {
 			secrets[d.ID] = "sk-wrong-key"
 		}

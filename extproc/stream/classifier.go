@@ -14,6 +14,9 @@ type Options struct {
 	// ClientUsage: the client asked for usage itself (Chat stream_options.include_usage).
 	// Otherwise the usage chunk the gateway asked for is dropped (Verdict.Drop).
 	ClientUsage bool
+	// Model is the public model the client's events name in place of the provider's
+	// (model.go); empty leaves the events as the provider sent them.
+	Model string
 }
 
 // Verdict is what one event means for the attempt. The zero Verdict passes the event on.
@@ -74,6 +77,11 @@ type Classifier struct {
 	// Messages: a message_delta carried a stop_reason; the input counts so far.
 	stopSeen    bool
 	anthropicIn anthropicInput
+
+	// model is Options.Model as a JSON string; modelFrom:modelTo the provider's model value
+	// in the last event's data, when it must be replaced (model.go).
+	model              []byte
+	modelFrom, modelTo int
 }
 
 // New returns a Classifier for a stream in dialect d.
@@ -88,6 +96,7 @@ func (c *Classifier) Reset(d dialect.Dialect, opts Options) {
 	*c = Classifier{
 		d: d, opts: opts, seq: -1,
 		choices: c.choices[:0], finish: c.finish[:0], id: c.id[:0], created: c.created[:0], mdl: c.mdl[:0],
+		model: quoteModel(opts.Model),
 	}
 }
 
@@ -103,10 +112,12 @@ func (c *Classifier) Usage() Usage { return c.usage }
 // Classify reads one block of the stream. Comment and empty blocks never commit: they only
 // show the upstream is alive (keepalives count for idleMs, not for commit).
 func (c *Classifier) Classify(ev *sse.Event) Verdict {
+	c.modelFrom, c.modelTo = 0, 0
 	if ev.Kind != sse.KindEvent {
 		return Verdict{}
 	}
 	c.events++
+	c.findModel(ev)
 	var v Verdict
 	switch c.d {
 	case dialect.Chat:

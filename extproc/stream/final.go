@@ -47,7 +47,7 @@ func (c *Classifier) AppendFinal(dst []byte, ev *sse.Event, unified []byte) []by
 	if d := trimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
 		return append(dst, ev.Raw...)
 	}
-	patched, err := sjson.SetRawBytes(bytes.Clone(ev.Data), path, unified)
+	patched, err := sjson.SetRawBytes(c.publicData(ev), path, unified)
 	if err != nil {
 		return append(dst, ev.Raw...)
 	}
@@ -60,7 +60,11 @@ func (c *Classifier) appendUnifiedChunk(dst, unified []byte) []byte {
 	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
 	dst = appendOr(dst, c.created, `0`)
 	dst = append(dst, `,"model":`...)
-	dst = appendOr(dst, c.mdl, `""`)
+	if len(c.model) > 0 {
+		dst = append(dst, c.model...)
+	} else {
+		dst = appendOr(dst, c.mdl, `""`)
+	}
 	dst = append(dst, `,"choices":[],"unified_routing":`...)
 	dst = append(dst, unified...)
 	return append(dst, "}\n\n"...)

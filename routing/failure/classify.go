@@ -12,7 +12,8 @@ const quotaRetryAfter = time.Hour
 
 // Classify decides what an upstream attempt's outcome means for routing (SPEC §7.3). It never
 // fails: an unknown status or an unreadable body gets the default of its status class, and
-// Message is always sanitised (Sanitize) and, for a failure, never empty.
+// Message is always sanitised (Sanitize, and o.Secrets redacted literally) and, for a
+// failure, never empty.
 //
 // Section numbers (§) in this package refer to research/wire-formats.md, unless they say SPEC.
 //
@@ -33,8 +34,8 @@ func Classify(o Outcome, now time.Time) Classification {
 		status = inBandStatus(&e, o.Provider, o.Status)
 	}
 	c := classifyStatus(status, &e, o.Header, now)
-	c.Type, c.Code, c.Param = e.typ, e.code, e.param
-	c.Message = Sanitize(e.message)
+	c.Type, c.Code, c.Param = o.Secrets.Redact(e.typ), o.Secrets.Redact(e.code), o.Secrets.Redact(e.param)
+	c.Message = o.Secrets.Sanitize(e.message)
 	if c.Message == "" {
 		c.Message = fallbackMessage(c.Status, o.InBand)
 	}
@@ -97,7 +98,7 @@ func classifyStatus(st int, e *errorBody, h http.Header, now time.Time) Classifi
 		c.Class = ClassTransient
 	}
 	if c.Class == ClassThrottle || c.Class == ClassTransient {
-		c.RetryAfter = RetryAfter(h, e.message, now)
+		c.RetryAfter, c.RetryAfterHeader = retryAfter(h, e.message, now)
 		if c.Class == ClassThrottle && !c.Quota &&
 			(c.RetryAfter >= quotaRetryAfter || messageRetryAfter(e.message) >= quotaRetryAfter) {
 			// The message is checked on its own too: Azure's text can name the daily limit

@@ -126,6 +126,9 @@ type Outcome struct {
 	InBand bool
 	// Event is the SSE event name of an in-band error ("error", "response.failed"), if any.
 	Event string
+	// Secrets are the credentials redacted literally from the provider's message, type, code
+	// and param (the configured keys, the client's key); nil redacts by shape only.
+	Secrets *Secrets
 }
 
 // Succeeded reports whether o is a 2xx response that is not an in-band error: Classify reads
@@ -145,6 +148,10 @@ type Classification struct {
 	// RetryAfter is the provider's requested wait (retry-after-ms, then retry-after seconds
 	// or HTTP date, then OpenAI's x-ratelimit-reset-* durations), uncapped; 0 when absent.
 	RetryAfter time.Duration
+	// RetryAfterHeader: RetryAfter is the provider's own Retry-After or retry-after-ms, not a
+	// hint read from x-ratelimit-reset-* or the message. Routing honours both; only the
+	// provider's own may reach a client (routing.StopError.RetryAfter).
+	RetryAfterHeader bool
 	// Status is what a client should see if this is the request's final outcome: the
 	// upstream status for HTTP errors, the equivalent status for in-band errors (e.g. 529
 	// for Anthropic overloaded_error), 502/504 for transport failures.

@@ -31,6 +31,24 @@ const maxRetryAfter = 365 * 24 * time.Hour
 // the next one (the SDKs fall back to their own backoff instead; a later source is better
 // information than none). Header keys may be canonical or lower case (see headerValue).
 func RetryAfter(h http.Header, message string, now time.Time) time.Duration {
+	d, _ := retryAfter(h, message, now)
+	return d
+}
+
+// retryAfter is RetryAfter, and whether the wait came from the provider's own Retry-After or
+// retry-after-ms header (sources 1 and 2) rather than a hint.
+func retryAfter(h http.Header, message string, now time.Time) (time.Duration, bool) {
+	if d := headerRetryAfter(h, now); d > 0 {
+		return d, true
+	}
+	if d := rateLimitReset(h); d > 0 {
+		return d, false
+	}
+	return messageRetryAfter(message), false
+}
+
+// headerRetryAfter reads retry-after-ms, then retry-after; 0 when neither names a wait.
+func headerRetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := headerValue(h, "Retry-After-Ms", "retry-after-ms"); v != "" {
 		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
 			if d := seconds(f / 1000); d > 0 {
@@ -50,10 +68,7 @@ func RetryAfter(h http.Header, message string, now time.Time) time.Duration {
 			}
 		}
 	}
-	if d := rateLimitReset(h); d > 0 {
-		return d
-	}
-	return messageRetryAfter(message)
+	return 0
 }
 
 // rateLimitReset reads OpenAI's x-ratelimit-reset-* headers (wire-formats.md §1.4).

@@ -61,3 +61,24 @@ func TestRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestClassifyRetryAfterHeader: the wait is marked as the provider's own only when a
+// Retry-After or retry-after-ms header gave it.
+func TestClassifyRetryAfterHeader(t *testing.T) {
+	body := []byte(`{"error":{"message":"Rate limit reached. Please try again in 3s.","code":"rate_limit_exceeded"}}`)
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+		want bool
+	}{
+		{"retry-after", http.Header{"Retry-After": {"2"}}, true},
+		{"retry-after-ms", http.Header{"retry-after-ms": {"20"}}, true},
+		{"reset hint", http.Header{"X-Ratelimit-Reset-Tokens": {"6ms"}}, false},
+		{"message", nil, false},
+	} {
+		c := Classify(Outcome{Provider: ProviderOpenAI, Status: http.StatusTooManyRequests, Header: tc.h, Body: body}, testNow())
+		if c.RetryAfter <= 0 || c.RetryAfterHeader != tc.want {
+			t.Errorf("%s: RetryAfter %v header %v, want a wait and header %v", tc.name, c.RetryAfter, c.RetryAfterHeader, tc.want)
+		}
+	}
+}

@@ -88,6 +88,17 @@ func (st *activeStream) route() *resolvedRoute {
 	return st.cached
 }
 
+// cachedRoute is the route the stream has now, without resolving a cleared one (nil when
+// none matched or the cache was cleared).
+func (st *activeStream) cachedRoute() *route {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.cached == nil {
+		return nil
+	}
+	return st.cached.route
+}
+
 // clearRouteCache imitates DownstreamStreamFilterCallbacks::clearRouteCache.
 func (st *activeStream) clearRouteCache() {
 	st.mu.Lock()
@@ -262,7 +273,7 @@ func (d *downstreamWriter) write(st *activeStream, fr stream.Frame) (done, reset
 			d.downstreamRst = true
 			return true, true
 		}
-		d.writeLocalReply(fr.Reply, isGrpcRequest(st.headers))
+		d.writeLocalReply(fr.Reply, isGrpcRequest(st.headers), st.cachedRoute())
 		return true, false
 	}
 	return false, false
@@ -307,8 +318,9 @@ func (d *downstreamWriter) writeHeadersOnly(h *stream.Headers) {
 // content-type: text/plain (unless set) are added for a non-empty body. A gRPC
 // request gets a trailers-only gRPC reply instead (Utility::prepareLocalReply /
 // encodeLocalReply in source/common/http/utility.cc).
-func (d *downstreamWriter) writeLocalReply(r *stream.LocalReply, grpcRequest bool) {
+func (d *downstreamWriter) writeLocalReply(r *stream.LocalReply, grpcRequest bool, rt *route) {
 	h := stream.NewHeaders(":status", strconv.Itoa(r.Status))
+	rt.finalizeResponseHeaders(h)
 	if r.Mutate != nil {
 		r.Mutate(h)
 	}

@@ -105,6 +105,7 @@ var supportedFields = setOf(
 	"envoy.config.route.v3.Route.match",
 	"envoy.config.route.v3.Route.route",
 	"envoy.config.route.v3.Route.direct_response",
+	"envoy.config.route.v3.Route.response_headers_to_remove",
 	"envoy.config.route.v3.DirectResponseAction.status",
 	"envoy.config.route.v3.DirectResponseAction.body",
 	"envoy.config.core.v3.DataSource.inline_string",

@@ -499,6 +499,7 @@ func (r *router) onUpstreamHeaders(u *upstreamRequest, h *stream.Headers, end bo
 		r.rs = nil
 	}
 	r.retryTimer.stop()
+	r.rr.route.finalizeResponseHeaders(h)
 	if !r.requestComplete.IsZero() && !r.cfg.suppressEnvoyHeaders {
 		h.Set("x-envoy-upstream-service-time", strconv.FormatInt(time.Since(r.requestComplete).Milliseconds(), 10))
 	}

@@ -50,6 +50,8 @@ type route struct {
 	bufferLimit   int64          // 0 = not set
 	idleTimeout   *time.Duration // RouteAction.idle_timeout; nil = the HCM's stream_idle_timeout
 	direct        *directResponse
+	// removeResponse is Route.response_headers_to_remove (finalizeResponseHeaders).
+	removeResponse []string
 }
 
 // redirectPolicy is a compiled InternalRedirectPolicy.
@@ -164,6 +166,14 @@ func compileRoute(vh *virtualHost, rpb *routev3.Route) (*route, error) {
 		}
 		r.headers = append(r.headers, h)
 	}
+	for _, h := range rpb.GetResponseHeadersToRemove() {
+		// HeaderParser::configure refuses these (source/common/router/header_parser.cc).
+		h = strings.ToLower(h)
+		if strings.HasPrefix(h, ":") || h == "host" {
+			return nil, fmt.Errorf("route %q: response_headers_to_remove: :-prefixed or host headers may not be removed", r.name)
+		}
+		r.removeResponse = append(r.removeResponse, h)
+	}
 	if dr := rpb.GetDirectResponse(); dr != nil {
 		d, err := compileDirectResponse(dr)
 		if err != nil {
@@ -229,6 +239,22 @@ func compileRoute(vh *virtualHost, rpb *routev3.Route) (*route, error) {
 		r.redirect = rp
 	}
 	return r, nil
+}
+
+// finalizeResponseHeaders imitates RouteEntryImplBase::finalizeResponseHeaders
+// (source/common/router/config_impl.cc) for the one level envoysim supports: the route's
+// response_headers_to_remove, removed by full name (HeaderParser::evaluateHeaders removes
+// before it adds). Envoy calls it on an upstream response after the upstream filters and
+// the internal-redirect check (router.cc Filter::onUpstreamHeaders) and on every local
+// reply of a stream with a route, before the reply's own headers are added
+// (filter_manager.cc DownstreamFilterManager::sendLocalReplyViaFilterChain).
+func (r *route) finalizeResponseHeaders(h *stream.Headers) {
+	if r == nil {
+		return
+	}
+	for _, name := range r.removeResponse {
+		h.Del(name)
+	}
 }
 
 // selectVirtualHost imitates RouteMatcher::findVirtualHost: exact domain, then the

@@ -639,10 +639,16 @@ type Attempt struct {
 	Probe bool `protobuf:"varint,15,opt,name=probe" json:"probe,omitempty"`
 	// How the deployment was picked (routing.Pick: single, strategy, weighted_fallback) and
 	// whether whenAllOpen "try" ignored open circuits (SPEC §10.1).
-	Pick          string `protobuf:"bytes,16,opt,name=pick" json:"pick,omitempty"`
-	AllOpenTry    bool   `protobuf:"varint,17,opt,name=all_open_try,json=allOpenTry" json:"all_open_try,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Pick       string `protobuf:"bytes,16,opt,name=pick" json:"pick,omitempty"`
+	AllOpenTry bool   `protobuf:"varint,17,opt,name=all_open_try,json=allOpenTry" json:"all_open_try,omitempty"`
+	// The provider's own id of its response (request-id, x-request-id, apim-request-id),
+	// sanitised; shown to the client only in unified_routing.
+	ProviderRequestId string `protobuf:"bytes,18,opt,name=provider_request_id,json=providerRequestId" json:"provider_request_id,omitempty"`
+	// retry_after_nanos came from the provider's Retry-After or retry-after-ms header, not from
+	// a rate-limit reset hint: only then may a final error pass it on to the client.
+	RetryAfterHeader bool `protobuf:"varint,19,opt,name=retry_after_header,json=retryAfterHeader" json:"retry_after_header,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Attempt) Reset() {
@@ -790,6 +796,20 @@ func (x *Attempt) GetPick() string {
 func (x *Attempt) GetAllOpenTry() bool {
 	if x != nil {
 		return x.AllOpenTry
+	}
+	return false
+}
+
+func (x *Attempt) GetProviderRequestId() string {
+	if x != nil {
+		return x.ProviderRequestId
+	}
+	return ""
+}
+
+func (x *Attempt) GetRetryAfterHeader() bool {
+	if x != nil {
+		return x.RetryAfterHeader
 	}
 	return false
 }
@@ -1094,7 +1114,7 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"\x0eclient_headers\x18\f \x03(\v2\x1b.switchyard.state.v1.HeaderR\rclientHeaders\x126\n" +
 	"\acurrent\x18\r \x01(\v2\x1c.switchyard.state.v1.CurrentR\acurrent\x12\x1c\n" +
 	"\tredirects\x18\x0e \x01(\rR\tredirects\x12%\n" +
-	"\x0eallowed_models\x18\x0f \x03(\tR\rallowedModels\"\xcd\x04\n" +
+	"\x0eallowed_models\x18\x0f \x03(\tR\rallowedModels\"\xab\x05\n" +
 	"\aAttempt\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x120\n" +
@@ -1116,7 +1136,9 @@ const file_switchyard_state_v1_state_proto_rawDesc = "" +
 	"\x05probe\x18\x0f \x01(\bR\x05probe\x12\x12\n" +
 	"\x04pick\x18\x10 \x01(\tR\x04pick\x12 \n" +
 	"\fall_open_try\x18\x11 \x01(\bR\n" +
-	"allOpenTry\"\x8f\x01\n" +
+	"allOpenTry\x12.\n" +
+	"\x13provider_request_id\x18\x12 \x01(\tR\x11providerRequestId\x12,\n" +
+	"\x12retry_after_header\x18\x13 \x01(\bR\x10retryAfterHeader\"\x8f\x01\n" +
 	"\x04Skip\x12#\n" +
 	"\rdeployment_id\x18\x01 \x01(\tR\fdeploymentId\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +

@@ -1,0 +1,103 @@
+package stream
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
+	"github.com/switchyard-gw/switchyard/extproc/sse"
+)
+
+// A streamed answer names the public model wherever the provider named its own: every Chat
+// chunk's "model", Anthropic's message_start "message.model", a Responses event's
+// "response.model" (response.created, .in_progress, .completed, …). Options.Model is the
+// public model; Classify finds the value's span in the event's data and AppendEvent writes
+// the event with the public name in it.
+
+// modelPath is where an event of dialect d named typ carries the model, or "".
+func modelPath(d dialect.Dialect, ev *sse.Event) string {
+	switch d {
+	case dialect.Chat:
+		return "model"
+	case dialect.Messages:
+		if typeOf(ev) == "message_start" {
+			return "message.model"
+		}
+	case dialect.Responses:
+		// Deltas, the bulk of a stream, carry no response object.
+		if t := typeOf(ev); strings.HasPrefix(t, "response.") && !strings.HasSuffix(t, ".delta") {
+			return "response.model"
+		}
+	}
+	return ""
+}
+
+// findModel records the span of ev's model value in ev.Data when it differs from the public
+// model (c.modelFrom < c.modelTo), so that AppendEvent rewrites it.
+func (c *Classifier) findModel(ev *sse.Event) {
+	c.modelFrom, c.modelTo = 0, 0
+	if len(c.model) == 0 {
+		return
+	}
+	path := modelPath(c.d, ev)
+	if path == "" {
+		return
+	}
+	r := gjson.Get(view(ev.Data), path)
+	if r.Type != gjson.String || r.Index <= 0 || r.Raw == string(c.model) {
+		return
+	}
+	c.modelFrom, c.modelTo = r.Index, r.Index+len(r.Raw)
+}
+
+// quoteModel is the public model as a JSON string, or nil for none.
+func quoteModel(m string) []byte {
+	if m == "" {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// AppendEvent appends the bytes the client receives for ev, the event Classify read last:
+// ev as received, with the public model in place of the provider's.
+func (c *Classifier) AppendEvent(dst []byte, ev *sse.Event) []byte {
+	if c.modelTo <= c.modelFrom {
+		return append(dst, ev.Raw...)
+	}
+	if off, ok := within(ev.Raw, ev.Data); ok {
+		// One data line (nearly always): splice the value into the event as received.
+		dst = append(dst, ev.Raw[:off+c.modelFrom]...)
+		dst = append(dst, c.model...)
+		return append(dst, ev.Raw[off+c.modelTo:]...)
+	}
+	return appendEvent(dst, ev.Name, c.publicData(ev))
+}
+
+// publicData is ev's data with the public model in place of the provider's (a copy).
+func (c *Classifier) publicData(ev *sse.Event) []byte {
+	if c.modelTo <= c.modelFrom {
+		return append([]byte(nil), ev.Data...)
+	}
+	out := make([]byte, 0, len(ev.Data)-(c.modelTo-c.modelFrom)+len(c.model))
+	out = append(out, ev.Data[:c.modelFrom]...)
+	out = append(out, c.model...)
+	return append(out, ev.Data[c.modelTo:]...)
+}
+
+// within reports the offset of sub in b when sub is a sub-slice of b.
+func within(b, sub []byte) (int, bool) {
+	if len(sub) == 0 || cap(sub) > cap(b) {
+		return 0, false
+	}
+	off := cap(b) - cap(sub)
+	if off+len(sub) > len(b) || &b[off] != &sub[0] {
+		return 0, false
+	}
+	return off, true
+}
