@@ -26,6 +26,7 @@ type Metrics struct {
 	circuits     *prometheus.CounterVec
 	ttft         *prometheus.HistogramVec
 	clientAuth   *prometheus.CounterVec
+	anomalies    *prometheus.CounterVec
 }
 
 // NewMetrics registers the data plane's metrics with reg.
@@ -70,13 +71,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_circuit_transitions_total",
 			Help: "Circuit transitions caused by attempt outcomes (opened, reopened, closed, quarantined, rate_limited).",
 		}, []string{"switchyard_deployment", "transition"}),
+		anomalies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_stream_anomalies_total",
+			Help: "What complete streams lacked, by kind as in unified_routing.anomalies (no [DONE], no message_stop, no stop_reason: inferred end_turn, empty response, …).",
+		}, []string{"switchyard_deployment", "kind"}),
 	}
 	m.ttft = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gen_ai_server_time_to_first_token_seconds",
 		Help:    "Time from the request going upstream to the first committing stream frame (content, reasoning or tool call).",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
 	}, []string{"gen_ai_request_model", "gen_ai_provider_name", "switchyard_deployment"})
-	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth)
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.anomalies)
 	return m
 }
 
@@ -150,4 +155,14 @@ func (m *Metrics) firstToken(d *config.Deployment, model string, ttft time.Durat
 		return
 	}
 	m.ttft.WithLabelValues(model, string(d.Provider), d.ID).Observe(ttft.Seconds())
+}
+
+// streamAnomalies counts what a complete stream lacked (behaviour §8.4), each kind once.
+func (m *Metrics) streamAnomalies(d *config.Deployment, anomalies []string) {
+	if m == nil || d == nil {
+		return
+	}
+	for _, a := range anomalies {
+		m.anomalies.WithLabelValues(d.ID, a).Inc()
+	}
 }

@@ -19,6 +19,9 @@ type unifiedRouting struct {
 	FallbackUsed bool            `json:"fallback_used"`
 	Pick         string          `json:"pick,omitempty"`
 	Attempts     []routedAttempt `json:"attempts"`
+	// Anomalies: what the stream lacked, known when unified_routing was written, which is
+	// before the end marker on Anthropic streams (behaviour §8.4).
+	Anomalies []string `json:"anomalies,omitempty"`
 }
 
 type routedAttempt struct {
