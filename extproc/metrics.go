@@ -27,6 +27,7 @@ type Metrics struct {
 	ttft         *prometheus.HistogramVec
 	clientAuth   *prometheus.CounterVec
 	anomalies    *prometheus.CounterVec
+	released     *prometheus.CounterVec
 }
 
 // NewMetrics registers the data plane's metrics with reg.
@@ -75,13 +76,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_stream_anomalies_total",
 			Help: "What complete streams lacked, by kind as in unified_routing.anomalies (no [DONE], no message_stop, no stop_reason: inferred end_turn, empty response, …).",
 		}, []string{"switchyard_deployment", "kind"}),
+		released: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_attempts_released_total",
+			Help: "Attempt streams Envoy ended without a verdict: a client that went away, or a connect failure or reset, which the trampoline counts in switchyard_attempts_total.",
+		}, []string{"switchyard_deployment"}),
 	}
 	m.ttft = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gen_ai_server_time_to_first_token_seconds",
 		Help:    "Time from the request going upstream to the first committing stream frame (content, reasoning or tool call).",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120},
 	}, []string{"gen_ai_request_model", "gen_ai_provider_name", "switchyard_deployment"})
-	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.anomalies)
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.anomalies, m.released)
 	return m
 }
 
@@ -102,12 +107,14 @@ func (m *Metrics) attemptFinished(d *config.Deployment, model string, res routin
 	if name := transitionName(t); name != "unchanged" {
 		m.circuits.WithLabelValues(d.ID, name).Inc()
 	}
-	et := errorType(res.Classification)
 	if res.Classification.Class == failure.ClassGateway && res.Classification.Status == 499 {
-		et = "cancelled"
-	} else {
-		m.duration.WithLabelValues(model, string(d.Provider), d.ID, et).Observe(res.Latency.Seconds())
+		// Released without a verdict (attemptProcessor.release): no attempt outcome, or a
+		// connect failure would count twice, here and as the trampoline's.
+		m.released.WithLabelValues(d.ID).Inc()
+		return
 	}
+	et := errorType(res.Classification)
+	m.duration.WithLabelValues(model, string(d.Provider), d.ID, et).Observe(res.Latency.Seconds())
 	m.attempts.WithLabelValues(d.ID, res.Classification.Class.String(), et).Inc()
 	if res.Classification.Class == failure.ClassNone && res.TotalTokens > 0 {
 		m.tokens.WithLabelValues(model, string(d.Provider), d.ID, "output").Observe(float64(res.CompletionTokens))
