@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -13,6 +14,7 @@ import (
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
+	"github.com/switchyard-gw/switchyard/routing/store"
 	"github.com/switchyard-gw/switchyard/routing/store/memstore"
 )
 
@@ -55,7 +57,7 @@ func TestReadinessReflectsChecks(t *testing.T) {
 }
 
 // SPEC §10.3 over HTTP: a deployment switched off by its kill switch is reported disabled,
-// never available.
+// never available; each deployment shows its circuit and its attempts in flight.
 func TestDeploymentStatusReportsDisabled(t *testing.T) {
 	cfg := &configv1.Config{Deployments: []*configv1.Deployment{
 		{Id: "on", PublicModel: "m", Provider: "openai", BaseUrl: "https://api.example.com", ProviderModel: "m"},
@@ -74,6 +76,11 @@ func TestDeploymentStatusReportsDisabled(t *testing.T) {
 	api, err := admin.NewAPI(admin.APIOptions{MasterKey: "mk", Config: st, Validator: v, Router: r})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, id := range []string{"a1", "a2"} {
+		if err := st.StartAttempt(context.Background(), store.AttemptStart{DeploymentID: "on", AttemptID: id, Now: time.Now(), Expires: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
@@ -96,10 +103,14 @@ func TestDeploymentStatusReportsDisabled(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || len(body.Data) != 2 {
 		t.Fatalf("GET deployments: %d %+v, want 200 with both deployments", resp.StatusCode, body)
 	}
-	want := map[string]string{"on": "available", "off": "disabled"}
+	want := map[string]struct {
+		state, circuit string
+		inFlight       int64
+	}{"on": {"available", "closed", 2}, "off": {"disabled", "disabled", 0}}
 	for _, s := range body.Data {
-		if s.State != want[s.ID] || s.Enabled != (s.ID == "on") {
-			t.Errorf("%s reported %+v, want state %s", s.ID, s, want[s.ID])
+		w := want[s.ID]
+		if s.State != w.state || s.Circuit != w.circuit || s.InFlight != w.inFlight || s.Enabled != (s.ID == "on") {
+			t.Errorf("%s reported %+v, want %+v", s.ID, s, w)
 		}
 	}
 }

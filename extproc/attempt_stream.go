@@ -182,7 +182,7 @@ func (p *attemptProcessor) onEvent(ev *sse.Event) {
 		p.s.metric.firstToken(p.dep, p.req.Model, s.firstOutput.Sub(p.sentAt))
 	}
 	if v.Final && p.unified {
-		s.out = s.cls.AppendFinal(s.out, ev, p.unifiedJSON())
+		s.out = s.cls.AppendFinal(s.out, ev, p.unifiedJSON(s.cls.Anomalies()))
 		return
 	}
 	s.out = s.cls.AppendEvent(s.out, ev)
@@ -225,11 +225,12 @@ func (p *attemptProcessor) endStream() error {
 	if p.unified && s.cls.Dialect() == dialect.Chat && slices.Contains(done.Anomalies, stream.AnomalyNoDone) {
 		// A Chat stream that finished every choice without [DONE] gets its
 		// unified_routing chunk at the end.
-		s.out = s.cls.AppendFinal(s.out, nil, p.unifiedJSON())
+		s.out = s.cls.AppendFinal(s.out, nil, p.unifiedJSON(done.Anomalies))
 	}
 	p.phase = attemptDone
 	if len(done.Anomalies) > 0 {
 		p.s.log.Info("stream complete with anomalies", "request", p.requestID, "deployment", p.dep.ID, "anomalies", done.Anomalies)
+		p.s.metric.streamAnomalies(p.dep, done.Anomalies)
 	}
 	p.finishStreamSuccess(done)
 	return p.send(streamedBody(s.out, true))
@@ -296,9 +297,12 @@ func (p *attemptProcessor) clientFamily() dialect.Family {
 	return dialectOf(p.state.GetDialect()).Family()
 }
 
-// unifiedJSON is the unified_routing object of the attempt so far, as raw JSON.
-func (p *attemptProcessor) unifiedJSON() []byte {
-	b, err := json.Marshal(p.unifiedRouting(p.s.clock.Now().Sub(p.sentAt).Milliseconds()))
+// unifiedJSON is the unified_routing object of the attempt so far, with the stream's
+// anomalies, as raw JSON.
+func (p *attemptProcessor) unifiedJSON(anomalies []string) []byte {
+	u := p.unifiedRouting(p.s.clock.Now().Sub(p.sentAt).Milliseconds())
+	u.Anomalies = anomalies
+	b, err := json.Marshal(u)
 	if err != nil {
 		return []byte("{}")
 	}

@@ -27,6 +27,8 @@ type Metrics struct {
 	ttft         *prometheus.HistogramVec
 	clientAuth   *prometheus.CounterVec
 	skips        *prometheus.CounterVec
+	anomalies    *prometheus.CounterVec
+	released     *prometheus.CounterVec
 }
 
 // NewMetrics registers the data plane's metrics with reg.
@@ -71,6 +73,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_circuit_transitions_total",
 			Help: "Circuit transitions caused by attempt outcomes (opened, reopened, closed, quarantined, rate_limited).",
 		}, []string{"switchyard_deployment", "transition"}),
+		anomalies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_stream_anomalies_total",
+			Help: "What complete streams lacked, by kind as in unified_routing.anomalies (no [DONE], no message_stop, no stop_reason: inferred end_turn, empty response, …).",
+		}, []string{"switchyard_deployment", "kind"}),
+		released: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_attempts_released_total",
+			Help: "Attempt streams Envoy ended without a verdict: a client that went away, or a connect failure or reset, which the trampoline counts in switchyard_attempts_total.",
+		}, []string{"switchyard_deployment"}),
 	}
 	m.ttft = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gen_ai_server_time_to_first_token_seconds",
@@ -83,7 +93,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "switchyard_skips_total",
 		Help: "Deployments and fallback models passed over by routing, by requested model and reason (capability, policy, limit, unserved), once per request and target.",
 	}, []string{"gen_ai_request_model", "reason"})
-	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.skips)
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.skips, m.anomalies, m.released)
 	return m
 }
 
@@ -104,12 +114,14 @@ func (m *Metrics) attemptFinished(d *config.Deployment, model string, res routin
 	if name := transitionName(t); name != "unchanged" {
 		m.circuits.WithLabelValues(d.ID, name).Inc()
 	}
-	et := errorType(res.Classification)
 	if res.Classification.Class == failure.ClassGateway && res.Classification.Status == 499 {
-		et = "cancelled"
-	} else {
-		m.duration.WithLabelValues(model, string(d.Provider), d.ID, et).Observe(res.Latency.Seconds())
+		// Released without a verdict (attemptProcessor.release): no attempt outcome, or a
+		// connect failure would count twice, here and as the trampoline's.
+		m.released.WithLabelValues(d.ID).Inc()
+		return
 	}
+	et := errorType(res.Classification)
+	m.duration.WithLabelValues(model, string(d.Provider), d.ID, et).Observe(res.Latency.Seconds())
 	m.attempts.WithLabelValues(d.ID, res.Classification.Class.String(), et).Inc()
 	if res.Classification.Class == failure.ClassNone && res.TotalTokens > 0 {
 		m.tokens.WithLabelValues(model, string(d.Provider), d.ID, "output").Observe(float64(res.CompletionTokens))
@@ -168,4 +180,14 @@ func (m *Metrics) firstToken(d *config.Deployment, model string, ttft time.Durat
 		return
 	}
 	m.ttft.WithLabelValues(model, string(d.Provider), d.ID).Observe(ttft.Seconds())
+}
+
+// streamAnomalies counts what a complete stream lacked (behaviour §8.4), each kind once.
+func (m *Metrics) streamAnomalies(d *config.Deployment, anomalies []string) {
+	if m == nil || d == nil {
+		return
+	}
+	for _, a := range anomalies {
+		m.anomalies.WithLabelValues(d.ID, a).Inc()
+	}
 }

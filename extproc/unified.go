@@ -23,6 +23,9 @@ type unifiedRouting struct {
 	// Skipped are the deployments and fallback models routing passed over, and why
 	// (behaviour §9.2).
 	Skipped []skipRecord `json:"skipped,omitempty"`
+	// Anomalies: what the stream lacked, known when unified_routing was written, which is
+	// before the end marker on Anthropic streams (behaviour §8.4).
+	Anomalies []string `json:"anomalies,omitempty"`
 }
 
 type routedAttempt struct {

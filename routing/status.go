@@ -3,8 +3,11 @@ package routing
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
@@ -20,6 +23,30 @@ type DeploymentStatus struct {
 	// Cause says why it is not available: transient or configuration for a circuit;
 	// throttle, quota or limit for rate_limited.
 	Cause string `json:"cause,omitempty"`
+	// Circuit is the deployment's own circuit (behaviour §5): one of CircuitStates. The
+	// failure domain's capacity circuit and the minute's limits show in State instead.
+	Circuit string `json:"circuit"`
+	// InFlight counts the attempts in flight on the deployment, on every replica sharing
+	// the store (behaviour §3.1).
+	InFlight int64 `json:"in_flight"`
+}
+
+// The values of DeploymentStatus.Circuit.
+const (
+	CircuitClosed = "closed"
+	// CircuitOpen: open after transient failures, cooldown not over (behaviour §5.1).
+	CircuitOpen = "open"
+	// CircuitHalfOpen: the cooldown is over; the probe is free or taken (behaviour §5.4).
+	CircuitHalfOpen = "half_open"
+	// CircuitQuarantined: open after a configuration failure (behaviour §5.6).
+	CircuitQuarantined = "quarantined"
+	// CircuitDisabled: switched off by the kill switch.
+	CircuitDisabled = "disabled"
+)
+
+// CircuitStates lists the values of DeploymentStatus.Circuit.
+func CircuitStates() []string {
+	return []string{CircuitClosed, CircuitOpen, CircuitHalfOpen, CircuitQuarantined, CircuitDisabled}
 }
 
 // Status reports the deployments of a public model. ok is false for an unknown model. The
@@ -34,20 +61,53 @@ func (r *Router) Status(ctx context.Context, model string) (statuses []Deploymen
 	if g == nil {
 		return nil, false, nil
 	}
-	now := r.clock.Now()
-	states := make([]store.DeploymentState, len(g.Refs))
-	if err := r.store.ReadStates(ctx, now, g.Refs, states); err != nil {
+	out, err := r.statuses(ctx, g.Deployments, g.Refs)
+	if err != nil {
 		return nil, true, fmt.Errorf("reading the state of %s: %w", model, err)
 	}
-	out := make([]DeploymentStatus, len(g.Deployments))
-	for i, d := range g.Deployments {
-		ds := DeploymentStatus{ID: d.ID, Enabled: d.Enabled}
+	return out, true, nil
+}
+
+// Deployments reports every deployment of the configuration in force, by id, with one
+// read of the store: what the metrics show at each scrape, the same on every replica.
+func (r *Router) Deployments(ctx context.Context) ([]DeploymentStatus, error) {
+	snap := r.config.Load()
+	if snap == nil {
+		return nil, nil
+	}
+	deps := make([]*config.Deployment, 0, len(snap.Deployments))
+	for _, d := range snap.Deployments {
+		deps = append(deps, d)
+	}
+	slices.SortFunc(deps, func(a, b *config.Deployment) int { return strings.Compare(a.ID, b.ID) })
+	refs := make([]store.DeploymentRef, len(deps))
+	for i, d := range deps {
+		refs[i] = d.Ref()
+	}
+	out, err := r.statuses(ctx, deps, refs)
+	if err != nil {
+		return nil, fmt.Errorf("reading the deployments' state: %w", err)
+	}
+	return out, nil
+}
+
+// statuses reads refs (refs[i] is deps[i]'s) and reports each deployment at now.
+func (r *Router) statuses(ctx context.Context, deps []*config.Deployment, refs []store.DeploymentRef) ([]DeploymentStatus, error) {
+	now := r.clock.Now()
+	states := make([]store.DeploymentState, len(refs))
+	if err := r.store.ReadStates(ctx, now, refs, states); err != nil {
+		return nil, err
+	}
+	out := make([]DeploymentStatus, len(deps))
+	for i, d := range deps {
+		st := &states[i]
+		ds := DeploymentStatus{ID: d.ID, Enabled: d.Enabled, InFlight: st.Metrics.InFlight, Circuit: circuitOf(d, st, now)}
 		if !d.Enabled {
 			ds.State = "disabled"
 			out[i] = ds
 			continue
 		}
-		c := candidate{dep: d, state: states[i]}
+		c := candidate{dep: d, state: *st}
 		assess(&c, now)
 		ds.State, ds.Cause = c.block.report(&c.state)
 		if c.untilAvailable > 0 {
@@ -55,7 +115,24 @@ func (r *Router) Status(ctx context.Context, model string) (statuses []Deploymen
 		}
 		out[i] = ds
 	}
-	return out, true, nil
+	return out, nil
+}
+
+// circuitOf names d's circuit at now (one of CircuitStates).
+func circuitOf(d *config.Deployment, st *store.DeploymentState, now time.Time) string {
+	if !d.Enabled {
+		return CircuitDisabled
+	}
+	switch st.Circuit.State(now) {
+	case store.StateCooldown:
+		if st.Circuit.Cause == store.CauseConfiguration {
+			return CircuitQuarantined
+		}
+		return CircuitOpen
+	case store.StateHalfOpen, store.StateProbing:
+		return CircuitHalfOpen
+	}
+	return CircuitClosed
 }
 
 // report names a blocker as SPEC §5.8 states and a cause.

@@ -70,3 +70,54 @@ func statusOf(t *testing.T, got []routing.DeploymentStatus, id string) routing.D
 	t.Fatalf("no status for %s in %+v", id, got)
 	return routing.DeploymentStatus{}
 }
+
+// Deployments reports every deployment of every model, by id, with its circuit (closed,
+// open, half_open, quarantined, disabled), the wait before it may be tried and its
+// attempts in flight; the per-model status view carries the same circuit and count.
+func TestDeploymentsReportCircuitAndInFlight(t *testing.T) {
+	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
+		e := newEnv(cfgOf(settings(allowedFails(0)), dep("open", "m"), dep("half", "m"), dep("quar", "m"), dep("fine", "m"),
+			dep("off", "m", disabled), dep("other", "n")))
+		e.failOnce("half")
+		e.clock.Advance(5 * time.Second) // half: cooldown over
+		e.failOnce("open")
+		d := e.live.Load().Deployments["quar"]
+		req := e.request("m")
+		if _, err := e.router.FinishAttempt(context.Background(), req, d, req.ID, routing.Result{Classification: badKey}); err != nil {
+			t.Fatal(err)
+		}
+		e.busy("fine", 3)
+		e.busy("other", 1)
+		got, err := e.router.Deployments(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []struct {
+			id, circuit string
+			inFlight    int64
+			waits       bool
+		}{
+			{"fine", "closed", 3, false}, {"half", "half_open", 0, false}, {"off", "disabled", 0, false},
+			{"open", "open", 0, true}, {"other", "closed", 1, false}, {"quar", "quarantined", 0, true},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("Deployments reported %+v, want %d deployments", got, len(want))
+		}
+		for i, w := range want {
+			g := got[i]
+			if g.ID != w.id || g.Circuit != w.circuit || g.InFlight != w.inFlight || (g.RetryAfterMs > 0) != w.waits {
+				t.Errorf("[%d] = %+v, want %s %s in flight %d waits %v", i, g, w.id, w.circuit, w.inFlight, w.waits)
+			}
+		}
+		view, _, err := e.router.Status(context.Background(), "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := statusOf(t, view, "fine"); s.InFlight != 3 || s.Circuit != "closed" {
+			t.Errorf("status view of fine: %+v", s)
+		}
+		if s := statusOf(t, view, "quar"); s.Circuit != "quarantined" || s.State != "cooldown" || s.Cause != "configuration" {
+			t.Errorf("status view of quar: %+v", s)
+		}
+	})
+}

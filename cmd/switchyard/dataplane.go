@@ -116,6 +116,8 @@ func startDataPlane(f dataPlaneFlags, keys extproc.Keys, auth extproc.ClientAuth
 		return nil, err
 	}
 	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects, ClientAuth: auth})
+	// The deployments' circuit, wait and in-flight gauges, read from the store per scrape.
+	reg.MustRegister(extproc.NewDeploymentCollector(router, log))
 	// Envoy keeps its gRPC connection for every stream; keepalives find a dead one.
 	gs := grpc.NewServer(append(append(extprocCreds, extproc.GRPCServerOptions()...), grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))...)

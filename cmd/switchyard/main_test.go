@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/switchyard-gw/switchyard/internal/testlog"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -134,6 +135,24 @@ func TestRunWithExampleConfig(t *testing.T) {
 	}
 	if code, _ := get("/metrics", ""); code != http.StatusOK {
 		t.Fatalf("/metrics: %d", code)
+	}
+	// The binary registers the deployments' live-state gauges.
+	mresp, err := http.Get("http://" + in.operator + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbody, _ := io.ReadAll(mresp.Body)
+	_ = mresp.Body.Close()
+	for _, d := range data {
+		id := d.(map[string]any)["id"].(string)
+		for _, series := range []string{
+			`switchyard_deployment_circuit_state{state="closed",switchyard_deployment="` + id + `"} 1`,
+			`switchyard_deployment_attempts_in_flight{switchyard_deployment="` + id + `"} 0`,
+		} {
+			if !strings.Contains(string(mbody), series) {
+				t.Fatalf("/metrics lacks %s:\n%s", series, mbody)
+			}
+		}
 	}
 	// The listeners are split: the operator one shows no routing state, the admin one
 	// serves nothing without the master key.

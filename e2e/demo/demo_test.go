@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +44,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("the demo was not ready in time:\n%s", errOut.String())
 	}
 	for _, want := range []string{"http://" + a.Gateway, "x-fake-fault: server=openai; status=500", "x-unified-routing-metadata: true",
+		"http://" + a.OpenAI + fakeprovider.RequestsPath,
 		"$GW/v1/models", "Authorization: Bearer " + masterKey, "/admin/deployments/openai-gpt4o/disable", `"routingStrategy":"simple-shuffle"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the instructions lack %q:\n%s", want, out.String())
@@ -76,6 +79,17 @@ func TestDemo(t *testing.T) {
 			t.Errorf("%s: answered %q by model %q, want %q by %q", tc.name, got, res.Model, tc.text, tc.model)
 		}
 	}
+	// Black-box, as a user of the demo would: every request the fake OpenAI received (one
+	// per scenario at least) carried switchyard's key for it.
+	views := fakeRequests(t, a.OpenAI)
+	if len(views) < 3 {
+		t.Fatalf("the fake OpenAI received %d requests, want one per scenario at least: %+v", len(views), views)
+	}
+	for _, v := range views {
+		if auth := v.Header["Authorization"]; len(auth) != 1 || auth[0] != "Bearer "+fakeKeys[openaiFake] || v.Path != "/v1/chat/completions" {
+			t.Errorf("the fake OpenAI received %s %s with authorization %q", v.Method, v.Path, auth)
+		}
+	}
 	c := client()
 	models, err := c.Models.List(reqCtx)
 	if err != nil {
@@ -107,4 +121,19 @@ func TestDemo(t *testing.T) {
 		}
 		_ = ln.Close()
 	}
+}
+
+// fakeRequests lists what the fake at addr received, over its HTTP endpoint.
+func fakeRequests(t *testing.T, addr string) []fakeprovider.RequestView {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + fakeprovider.RequestsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []fakeprovider.RequestView
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", fakeprovider.RequestsPath, resp.StatusCode, err)
+	}
+	return out
 }

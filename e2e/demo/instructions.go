@@ -52,6 +52,8 @@ Try it:
     -H 'x-fake-fault: server=openai; status=500' -d '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
   # The public models
   curl -s $GW/v1/models
+  # What reached a fake provider (method, path, headers, body of every request)
+  curl -s http://{{.OpenAI}}/_fake/requests
 
 With an SDK (turn its retries off: the gateway retries):
 

@@ -183,6 +183,8 @@ func (c *chatStream) tail(o outcome, sent []string, terminal bool) []sseEvent {
 		// (wire-formats §4.2 sample).
 		choice := `[{"index":0,"finish_reason":"content_filter","content_filter_results":` + azureFilteredResults + `}]`
 		evs = append(evs, c.chunk(choice))
+	} else if c.x.f().End == EndNoStopReason {
+		evs = append(evs, c.chunk(c.choice("{}", "", "{}"))) // "finish_reason":null
 	} else {
 		evs = append(evs, c.chunk(c.choice("{}", c.x.finishReason(o), "{}")))
 	}

@@ -24,6 +24,8 @@ type exchange struct {
 
 	fault   *Fault
 	content Content
+	// tiny is the state of the write-size sequence of Fault.TinyWrites (0: not started).
+	tiny uint32
 }
 
 var errServerClosed = errors.New("fakeprovider: server closed")
@@ -183,12 +185,39 @@ func (x *exchange) noteStatus(status int) {
 	x.s.updateRecord(x.recIdx, x.recGen, func(r *Request) { r.Status = status })
 }
 
-// write writes and flushes, so that every event reaches the client when it is produced.
+// write writes and flushes, so that every event reaches the client when it is produced;
+// with Fault.TinyWrites in writes of 1 to 7 bytes, each flushed (Go's server sends each
+// flush at once: HTTP/1 chunked, TCP_NODELAY).
 func (x *exchange) write(b []byte) error {
-	if _, err := x.w.Write(b); err != nil {
-		return fmt.Errorf("write: %w", err)
+	if len(b) == 0 {
+		return x.flush()
 	}
-	return x.flush()
+	for len(b) > 0 {
+		n := len(b)
+		if x.f().TinyWrites {
+			n = min(n, x.tinySize())
+		}
+		if _, err := x.w.Write(b[:n]); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		if err := x.flush(); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// tinySize is the next write size of Fault.TinyWrites, 1 to 7, from a xorshift sequence
+// seeded with the request's id: a run splits the same way every time.
+func (x *exchange) tinySize() int {
+	if x.tiny == 0 {
+		x.tiny = uint32(x.id)*2654435761 | 1
+	}
+	x.tiny ^= x.tiny << 13
+	x.tiny ^= x.tiny >> 17
+	x.tiny ^= x.tiny << 5
+	return 1 + int(x.tiny%7)
 }
 
 func (x *exchange) flush() error {

@@ -74,7 +74,15 @@ const (
 	// stop_reason "refusal" (Anthropic), response.incomplete with reason content_filter
 	// (Responses). Usage counts the pieces sent (filtered output is billed, §4.2).
 	EndFiltered
+	// EndNoStopReason finishes the stream with its terminal marker but no stop reason:
+	// Anthropic's message_delta carries "stop_reason":null before message_stop, Chat's
+	// finish chunk "finish_reason":null before [DONE]. Responses streams and JSON answers
+	// end normally.
+	EndNoStopReason
 )
+
+// lastEnd is the highest End, for parsing names.
+const lastEnd = EndNoStopReason
 
 // String returns the name used in FaultHeader's "end=" key.
 func (e End) String() string {
@@ -93,6 +101,8 @@ func (e End) String() string {
 		return "reset"
 	case EndFiltered:
 		return "filtered"
+	case EndNoStopReason:
+		return "nostop"
 	}
 	return "End(" + strconv.Itoa(int(e)) + ")"
 }
@@ -174,6 +184,10 @@ type Fault struct {
 	EndAfter int
 	// Usage forces the Chat usage chunk on or off.
 	Usage UsageMode
+	// TinyWrites writes an SSE stream (and the half body of an EndCut or EndReset JSON
+	// answer) in writes of 1 to 7 bytes, each flushed, cut anywhere (inside "data:", a JSON string, a UTF-8 sequence, a "\n\n"), so the reader
+	// meets every event split across many reads.
+	TinyWrites bool
 	// Content overrides non-zero fields of the server's Content for this request.
 	Content *Content
 }

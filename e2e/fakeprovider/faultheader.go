@@ -86,8 +86,13 @@ func parseOneFault(spec string) (HeaderFault, error) {
 	return hf, nil
 }
 
-// parseBare accepts an error kind or an end name on its own ("overloaded", "reset").
+// parseBare accepts an error kind, an end name or tiny-writes on its own ("overloaded",
+// "reset").
 func parseBare(f *Fault, word string) error {
+	if word == "tiny-writes" {
+		f.TinyWrites = true
+		return nil
+	}
 	if k, ok := parseKind(word); ok {
 		f.Error = k
 		return nil
@@ -212,7 +217,7 @@ func parseKind(s string) (ErrorKind, bool) {
 }
 
 func parseEnd(s string) (End, bool) {
-	for e := EndNormal; e <= EndFiltered; e++ {
+	for e := EndNormal; e <= lastEnd; e++ {
 		if e.String() == s {
 			return e, true
 		}

@@ -36,6 +36,10 @@ func TestParseFaultHeader(t *testing.T) {
 				{Fault: Fault{End: EndReset, EndAfter: 1}, Spec: "reset; after=1"},
 				{Fault: Fault{End: EndNoDone}, Server: "b", Spec: "server=b; nodone"},
 				{Fault: Fault{End: EndFiltered}, Spec: "filtered"}}},
+		{in: []string{"nostop; tiny-writes", "end=nostop"},
+			want: []HeaderFault{
+				{Fault: Fault{End: EndNoStopReason, TinyWrites: true}, Spec: "nostop; tiny-writes"},
+				{Fault: Fault{End: EndNoStopReason}, Spec: "end=nostop"}}},
 		{in: []string{"bogus=1"}, err: "unknown key"},
 		{in: []string{"error=nope"}, err: "unknown error kind"},
 		{in: []string{"stall=soon"}, err: "stall"},

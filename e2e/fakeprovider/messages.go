@@ -120,6 +120,9 @@ func (m *messagesStream) piece(_ int, p string) []sseEvent {
 
 func (m *messagesStream) tail(o outcome, sent []string, terminal bool) []sseEvent {
 	delta := set([]byte(`{"stop_reason":"","stop_sequence":null}`), "stop_reason", m.x.stopReason(o))
+	if m.x.f().End == EndNoStopReason {
+		delta = []byte(`{"stop_reason":null,"stop_sequence":null}`)
+	}
 	evs := []sseEvent{
 		m.ev("content_block_stop", "index", "0"),
 		// message_delta usage is cumulative (wire-formats §3.2).

@@ -128,8 +128,12 @@ func (s *Server) closed() bool {
 }
 
 // ServeHTTP records the request, admits it as the provider would (route, auth, body),
-// picks its fault and answers.
+// picks its fault and answers. RequestsPath lists what was recorded.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == RequestsPath {
+		s.serveRequests(w, r)
+		return
+	}
 	start := time.Now()
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	x := &exchange{s: s, w: w, r: r, body: body, id: s.nextID()}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
 	"github.com/switchyard-gw/switchyard/admin"
@@ -86,6 +87,8 @@ type replica struct {
 	grpcAddr  string
 	trampAddr string
 	reg       *prometheus.Registry
+	// metricsURL is the replica's operator /metrics (admin.Handler over reg).
+	metricsURL string
 	// xdsAddr is the replica's ADS server (xds mode only).
 	xdsAddr string
 }
@@ -328,6 +331,9 @@ func startReplica(t *testing.T, live *config.Live, st store.Store, keys extproc.
 	}
 	reg := prometheus.NewRegistry()
 	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), ClientAuth: auth})
+	reg.MustRegister(extproc.NewDeploymentCollector(router, log))
+	ops := httptest.NewServer(admin.Handler(router, admin.Options{Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}))
+	t.Cleanup(ops.Close)
 	gs := grpc.NewServer(extproc.GRPCServerOptions()...)
 	srv.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -338,7 +344,8 @@ func startReplica(t *testing.T, live *config.Live, st store.Store, keys extproc.
 	t.Cleanup(gs.Stop)
 	tramp := httptest.NewServer(srv.Trampoline())
 	t.Cleanup(tramp.Close)
-	return &replica{grpc: gs, router: router, live: live, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg}
+	return &replica{grpc: gs, router: router, live: live, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg,
+		metricsURL: ops.URL + "/metrics"}
 }
 
 func (g *gateway) trampAddrs() []string {

@@ -152,6 +152,19 @@ func (c *Classifier) endMessages(out *Completion) {
 	}
 }
 
+// Anomalies is what End would report were the stream to end now after its end marker:
+// what it lacks that no later event can supply (an inferred finish reason, an empty
+// response), for the final event, which carries unified_routing before the body ends.
+// A missing end marker is not known yet. It allocates only when there are anomalies.
+func (c *Classifier) Anomalies() []string {
+	if c.failed {
+		return nil
+	}
+	ended := *c
+	ended.ended = true
+	return ended.End().Anomalies
+}
+
 // unquote is a raw JSON string's text (finish reasons are plain ASCII words); anything else
 // gives "".
 func unquote(raw []byte) string {

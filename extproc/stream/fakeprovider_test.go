@@ -20,6 +20,8 @@ type want struct {
 	dropped   int
 	errors    int
 	finals    int
+	// finalAnomalies: Anomalies at the last Final event, what unified_routing lists.
+	finalAnomalies []string
 }
 
 var fakeVariants = []struct {
@@ -40,6 +42,9 @@ var fakeVariants = []struct {
 		want{first: 1, state: Failed, errors: 1}},
 	{variant{"chat/nodone", fp.OpenAI, dialect.Chat, fp.Fault{End: fp.EndNoDone}, true}, false,
 		want{first: 1, state: Complete, anomalies: []string{AnomalyNoDone}, finish: "stop", usage: Usage{12, 4, 16, true}, dropped: 1}},
+	{variant{"chat/nostop", fp.OpenAI, dialect.Chat, fp.Fault{End: fp.EndNoStopReason}, true}, false,
+		want{first: 1, state: Complete, anomalies: []string{AnomalyInferredStop}, finish: "stop", usage: Usage{12, 4, 16, true}, dropped: 1, finals: 1,
+			finalAnomalies: []string{AnomalyInferredStop}}},
 	{variant{"chat/cut@0", fp.OpenAI, dialect.Chat, fp.Fault{End: fp.EndCut}, true}, false,
 		want{first: -1, state: Truncated}},
 	{variant{"chat/cut@2", fp.OpenAI, dialect.Chat, fp.Fault{End: fp.EndCut, EndAfter: 2}, true}, false,
@@ -55,7 +60,7 @@ var fakeVariants = []struct {
 	{variant{"azure/normal/usage", fp.Azure, dialect.Chat, fp.Fault{}, true}, false,
 		want{first: 2, state: Complete, finish: "stop", usage: Usage{12, 4, 16, true}, dropped: 1, finals: 1}},
 	{variant{"azure/filtered@0", fp.Azure, dialect.Chat, fp.Fault{End: fp.EndFiltered}, false}, false,
-		want{first: -1, state: Complete, anomalies: []string{AnomalyEmpty}, finish: "content_filter", finals: 1}},
+		want{first: -1, state: Complete, anomalies: []string{AnomalyEmpty}, finish: "content_filter", finals: 1, finalAnomalies: []string{AnomalyEmpty}}},
 	{variant{"azure/error@1", fp.Azure, dialect.Chat, fp.Fault{End: fp.EndError, EndAfter: 1}, false}, false,
 		want{first: 2, state: Failed, errors: 1}},
 	{variant{"azure/cut@3", fp.Azure, dialect.Chat, fp.Fault{End: fp.EndCut, EndAfter: 3}, false}, false,
@@ -84,6 +89,15 @@ var fakeVariants = []struct {
 		want{first: 3, state: Failed, errors: 1, usage: Usage{12, 1, 13, true}}},
 	{variant{"messages/nodone", fp.Anthropic, dialect.Messages, fp.Fault{End: fp.EndNoDone}, false}, false,
 		want{first: 3, state: Complete, anomalies: []string{AnomalyNoMessageStop}, finish: "end_turn", usage: Usage{12, 4, 16, true}, finals: 1}},
+	// Without stop_reason unified_routing rides on message_stop, which knows the stop
+	// reason was inferred; with message_stop missing it rode on message_delta, before the
+	// end marker could be missed.
+	{variant{"messages/nostop", fp.Anthropic, dialect.Messages, fp.Fault{End: fp.EndNoStopReason}, false}, false,
+		want{first: 3, state: Complete, anomalies: []string{AnomalyInferredEndTurn}, finish: "end_turn", usage: Usage{12, 4, 16, true}, finals: 1,
+			finalAnomalies: []string{AnomalyInferredEndTurn}}},
+	{variant{"messages/nostop/tool", fp.Anthropic, dialect.Messages, fp.Fault{End: fp.EndNoStopReason, Content: toolContent}, false}, false,
+		want{first: 1, state: Complete, anomalies: []string{AnomalyInferredToolUse}, finish: "tool_use", usage: Usage{12, 4, 16, true}, finals: 1,
+			finalAnomalies: []string{AnomalyInferredToolUse}}},
 	{variant{"messages/cut@0", fp.Anthropic, dialect.Messages, fp.Fault{End: fp.EndCut}, false}, false,
 		want{first: -1, state: Truncated, usage: Usage{12, 0, 12, true}}},
 	{variant{"messages/cut@2", fp.Anthropic, dialect.Messages, fp.Fault{End: fp.EndCut, EndAfter: 2}, false}, false,
@@ -107,7 +121,8 @@ func TestFakeProviderStreams(t *testing.T) {
 			e := r.End
 			if r.First != w.first || e.State != w.state || !slices.Equal(e.Anomalies, w.anomalies) ||
 				e.FinishReason != w.finish || e.Usage != w.usage || len(r.Dropped) != w.dropped ||
-				len(r.Errors) != w.errors || len(r.Final) != w.finals {
+				len(r.Errors) != w.errors || len(r.Final) != w.finals ||
+				(len(r.FinalAnomalies) > 0 && !slices.Equal(r.FinalAnomalies[len(r.FinalAnomalies)-1], w.finalAnomalies)) {
 				t.Fatalf("got first=%d state=%s anomalies=%q finish=%q usage=%+v dropped=%d errors=%d finals=%d\n"+
 					"want %+v\nrun %s\nbody %s", r.First, e.State, e.Anomalies, e.FinishReason, e.Usage,
 					len(r.Dropped), len(r.Errors), len(r.Final), w, r, body)

@@ -21,13 +21,15 @@ type run struct {
 	First    int // index in Verdicts of the first committing event, -1 if none
 	Dropped  []string
 	Final    []string // AppendFinal's output for each Final event
-	Errors   []string // Outcome body of each error event
-	End      Completion
+	// FinalAnomalies is Anomalies at each Final event (what unified_routing carries).
+	FinalAnomalies [][]string
+	Errors         []string // Outcome body of each error event
+	End            Completion
 }
 
 func (r run) String() string {
-	return fmt.Sprintf("verdicts=%v first=%d dropped=%q final=%q errors=%q end=%+v",
-		r.Verdicts, r.First, r.Dropped, r.Final, r.Errors, r.End)
+	return fmt.Sprintf("verdicts=%v first=%d dropped=%q final=%q final-anomalies=%q errors=%q end=%+v",
+		r.Verdicts, r.First, r.Dropped, r.Final, r.FinalAnomalies, r.Errors, r.End)
 }
 
 func flags(v Verdict) string {
@@ -64,6 +66,7 @@ func feed(d dialect.Dialect, opts Options, chunks ...[]byte) run {
 		}
 		if v.Final {
 			r.Final = append(r.Final, string(c.AppendFinal(nil, ev, []byte(testUnified))))
+			r.FinalAnomalies = append(r.FinalAnomalies, c.Anomalies())
 		}
 		if v.Error {
 			o := c.Outcome(ev)

@@ -180,7 +180,7 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if noBody {
 		st.remoteDone.Store(true)
 	} else {
-		go pumpBody(r, &activityBody{ReadCloser: r.Body, st: st, length: r.ContentLength}, st.chain.In)
+		go pumpBody(r, &activityBody{ReadCloser: r.Body, st: st, length: r.ContentLength}, st.chain.In, h.limits)
 	}
 	for {
 		res := st.run(out)
@@ -211,8 +211,10 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // last chunk carries end_stream, as Envoy's codecs deliver it; request trailers end
 // the stream instead (decodeTrailers). Go's server keeps only the trailers the client
 // declared in a `trailer` header (as Go's client does), so a request that declares
-// trailers is read to EOF whatever its length.
-func pumpBody(r *http.Request, body io.Reader, q *stream.Queue[stream.Frame]) {
+// trailers is read to EOF whatever its length. The trailer map carries the HCM's limits,
+// as the server codec gives them (ServerConnectionImpl::allocTrailers in
+// source/common/http/http1/codec_impl.h), for ext_proc's mutation checks.
+func pumpBody(r *http.Request, body io.Reader, q *stream.Queue[stream.Frame], lim hcmLimits) {
 	buf := make([]byte, 32*1024)
 	remaining := r.ContentLength
 	if r.Trailer != nil {
@@ -233,6 +235,7 @@ func pumpBody(r *http.Request, body io.Reader, q *stream.Queue[stream.Frame]) {
 		}
 		if errors.Is(err, io.EOF) {
 			if t := requestTrailers(r.Trailer); t != nil {
+				t.SetLimits(lim.maxHeadersCount, lim.maxRequestHeadersKB*1024)
 				q.Push(stream.TrailersFrame(t))
 				return
 			}

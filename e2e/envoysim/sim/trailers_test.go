@@ -14,10 +14,29 @@ func reqTrailersResp(m *extprocv3.HeaderMutation) *extprocv3.ProcessingResponse 
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{HeaderMutation: m}}}
 }
 
+// answerResponseHeaders lets the response headers through.
+func answerResponseHeaders(t *testing.T, st *procStream) {
+	t.Helper()
+	if m := st.Recv(t); m.GetResponseHeaders() == nil {
+		t.Fatalf("want response_headers, got %v", m)
+	}
+	st.Send(t, respHeadersResp(nil))
+}
+
+// duplexTrailers processes the request FULL_DUPLEX_STREAMED and the response headers,
+// so the gRPC stream stays open after the request body's last response.
+const duplexTrailers = "request_header_mode: SEND, request_body_mode: FULL_DUPLEX_STREAMED, request_trailer_mode: SEND, response_header_mode: SEND"
+
 // Request trailers from an HTTP/2 client go through the downstream filters (an
 // ext_proc with request_trailer_mode SEND gets request_trailers and may mutate them,
 // also in FULL_DUPLEX_STREAMED) and on to an HTTP/2 upstream (router.cc
-// decodeTrailers, UpstreamRequest::acceptTrailersFromRouter).
+// decodeTrailers, UpstreamRequest::acceptTrailersFromRouter). A FULL_DUPLEX_STREAMED
+// processor that ends the body with end_of_stream still leaves the trailers to end the
+// stream (FilterManager::decodeData: a filter's end_stream is end_stream && no trailers),
+// whether it answers them with a mutation or without one. (With nothing left to process
+// on the response, Envoy closes the gRPC stream on that last body response
+// (closeGrpcStreamIfLastRespReceived) and the trailers stay held: the request never
+// ends; a processor must end a body followed by trailers with end_of_stream false.)
 func TestRequestTrailersFromH2Client(t *testing.T) {
 	type seen struct{ body, trailer string }
 	got := make(chan seen, 4)
@@ -36,6 +55,8 @@ func TestRequestTrailersFromH2Client(t *testing.T) {
 		name, mode string
 		script     func(t *testing.T, st *procStream)
 		wantBody   string
+		// wantTrailer is what the upstream reads of x-checksum (the client sent 42).
+		wantTrailer string
 	}{
 		{"body NONE", "request_header_mode: SEND, request_trailer_mode: SEND, response_header_mode: SKIP",
 			func(t *testing.T, st *procStream) {
@@ -45,7 +66,7 @@ func TestRequestTrailersFromH2Client(t *testing.T) {
 					t.Fatalf("want request_trailers with x-checksum, got %v", m)
 				}
 				st.Send(t, reqTrailersResp(setHeaders("x-checksum", "43")))
-			}, "abc"},
+			}, "abc", "43"},
 		{"FULL_DUPLEX_STREAMED", "request_header_mode: SEND, request_body_mode: FULL_DUPLEX_STREAMED, request_trailer_mode: SEND, response_header_mode: SKIP",
 			func(t *testing.T, st *procStream) {
 				if b := st.Recv(t).GetRequestBody(); string(b.GetBody()) != "abc" || b.GetEndOfStream() {
@@ -58,7 +79,25 @@ func TestRequestTrailersFromH2Client(t *testing.T) {
 				st.Send(t, reqHeadersResp(nil))
 				st.Send(t, reqBodyResp(streamedBody("ABC", false)))
 				st.Send(t, reqTrailersResp(setHeaders("x-checksum", "43")))
-			}, "ABC"},
+			}, "ABC", "43"},
+		{"FULL_DUPLEX_STREAMED body ended by the processor, trailers unmutated", duplexTrailers,
+			func(t *testing.T, st *procStream) {
+				st.Send(t, reqHeadersResp(nil))
+				st.Recv(t) // the body
+				st.Recv(t) // the trailers
+				st.Send(t, reqBodyResp(streamedBody("abc", true)))
+				st.Send(t, reqTrailersResp(nil))
+				answerResponseHeaders(t, st)
+			}, "abc", "42"},
+		{"FULL_DUPLEX_STREAMED body ended by the processor, trailers mutated", duplexTrailers,
+			func(t *testing.T, st *procStream) {
+				st.Send(t, reqHeadersResp(nil))
+				st.Recv(t)
+				st.Recv(t)
+				st.Send(t, reqBodyResp(streamedBody("abc", true)))
+				st.Send(t, reqTrailersResp(setHeaders("x-checksum", "43")))
+				answerResponseHeaders(t, st)
+			}, "abc", "43"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,7 +127,7 @@ func TestRequestTrailersFromH2Client(t *testing.T) {
 			}
 			c.script(t, st)
 			mustOK(t, await(t, res), 200)
-			if g := <-got; g.body != c.wantBody || g.trailer != "43" {
+			if g := <-got; g.body != c.wantBody || g.trailer != c.wantTrailer {
 				t.Fatalf("upstream got %+v", g)
 			}
 		})

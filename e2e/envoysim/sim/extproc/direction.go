@@ -172,10 +172,16 @@ func (d *direction) emitHeaders(end bool) {
 }
 
 // emitData passes data on (injectDataToFilterChain or continuing with buffered data).
-// Headers always precede data.
+// Headers always precede data. Data never ends a stream that has trailers: the next
+// filter's end_stream is end_stream && no trailers (FilterManager::decodeData and
+// encodeData in source/common/http/filter_manager.cc), so a FULL_DUPLEX_STREAMED
+// processor ending the body with end_of_stream still leaves the trailers to end it.
 func (d *direction) emitData(b []byte, end bool) {
 	if d.endOut {
 		return
+	}
+	if d.trailersAvail && !d.trailersOut {
+		end = false
 	}
 	if !d.headersOut {
 		d.emitHeaders(false)

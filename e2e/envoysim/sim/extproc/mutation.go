@@ -13,9 +13,13 @@ import (
 )
 
 // Header limits come from the header map (HeaderMap::maxHeadersCount/maxHeadersKb,
-// stream.Headers.Limits): the HCM's common_http_protocol_options.max_headers_count
-// (default 100) and max_request_headers_kb (default 60) for request headers, used by
-// MutationUtils::responseHeaderSizeCheck and headerMutationResultCheck.
+// stream.Headers.Limits), as the codec that made it gave them: the HCM's
+// common_http_protocol_options.max_headers_count (default 100) and
+// max_request_headers_kb (default 60) for request headers and trailers (the server
+// codec); the cluster's for response headers and trailers (the upstream codec,
+// ClientConnectionImpl with ClusterInfo::maxResponseHeadersCount), which envoysim does
+// not accept, so Envoy's defaults, 100 and 60 KiB. MutationUtils::responseHeaderSizeCheck
+// and headerMutationResultCheck use them for headers and trailers alike.
 const maxHeadersCount = stream.DefaultMaxHeadersCount
 
 type checkOp int
@@ -181,8 +185,11 @@ func authorityIsValid(v string) bool {
 	return true
 }
 
-// applyHeaderMutations imitates MutationUtils::applyHeaderMutations:
-// size check, removes first, then sets; raw_value only; only the deprecated `append`
+// applyHeaderMutations imitates MutationUtils::applyHeaderMutations
+// (source/extensions/filters/http/ext_proc/mutation_utils.cc): the count check
+// (responseHeaderSizeCheck: more remove_headers or set_headers entries than the map's
+// max_headers_count reject the whole mutation, for headers and trailers of either
+// direction), removes first, then sets; raw_value only; only the deprecated `append`
 // flag is honoured (append_action is ignored by ext_proc, envoy#36982); content-length
 // sets are skipped when the body mode strips content-length.
 func applyHeaderMutations(m *extprocv3.HeaderMutation, h *stream.Headers, replacingMessage bool, c *checker, removeContentLength bool) error {
