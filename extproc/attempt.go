@@ -533,6 +533,7 @@ func (p *attemptProcessor) finishServed(latency time.Duration, completion, total
 		skippedAttr(stateSkips(p.state)))
 	attrs = append(attrs, extra...)
 	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "request served", attrs...)
+	p.s.metric.requestServed(p.state.GetPublicModel())
 }
 
 // finish records the attempt's outcome once.

@@ -20,6 +20,7 @@ type Metrics struct {
 	tokens       *prometheus.HistogramVec
 	attempts     *prometheus.CounterVec
 	stops        *prometheus.CounterVec
+	requests     *prometheus.CounterVec
 	messages     *prometheus.HistogramVec
 	stateRejects *prometheus.CounterVec
 	moves        *prometheus.CounterVec
@@ -52,6 +53,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "switchyard_requests_stopped_total",
 			Help: "Requests answered with an error by the route role, by code and status.",
 		}, []string{"gen_ai_request_model", "code", "status"}),
+		// One series per request outcome, so served and stopped add up to the requests that
+		// reached routing: the attempt role counts what it served, the route role what it
+		// stopped.
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_requests_total",
+			Help: "Requests by requested public model and outcome: served (a successful attempt answered it) or stopped (the route role answered an error).",
+		}, []string{"gen_ai_request_model", "outcome"}),
 		messages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "switchyard_extproc_message_duration_seconds",
 			Help:    "The gateway's own processing time per ext_proc message (backoff waits excluded).",
@@ -93,7 +101,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "switchyard_skips_total",
 		Help: "Deployments and fallback models passed over by routing, by requested model and reason (capability, policy, limit, unserved), once per request and target.",
 	}, []string{"gen_ai_request_model", "reason"})
-	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.skips, m.anomalies, m.released)
+	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.requests, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.skips, m.anomalies, m.released)
 	return m
 }
 
@@ -134,6 +142,15 @@ func (m *Metrics) requestStopped(model string, s *routing.StopError) {
 		return
 	}
 	m.stops.WithLabelValues(model, s.Code, strconv.Itoa(s.Status)).Inc()
+	m.requests.WithLabelValues(model, "stopped").Inc()
+}
+
+// requestServed counts a request a successful attempt answered.
+func (m *Metrics) requestServed(model string) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(model, "served").Inc()
 }
 
 // skipped counts the skips a decision recorded (each target once per request: a decision

@@ -220,6 +220,14 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		t.Errorf("one attempt released %v times", n)
 	}
 	expect(t, route, 1, "switchyard_requests_stopped_total", "gen_ai_request_model", "broken", "status", "502")
+	// Requests by outcome: served counted where the answer streamed (the attempt role),
+	// stopped where it was written (the route role).
+	expect(t, attempt, 4, "switchyard_requests_total", "gen_ai_request_model", "gpt-4o", "outcome", "served")
+	expect(t, attempt, 1, "switchyard_requests_total", "gen_ai_request_model", "claude", "outcome", "served")
+	expect(t, route, 1, "switchyard_requests_total", "gen_ai_request_model", "broken", "outcome", "stopped")
+	if _, found := sum(both, "switchyard_requests_total", "gen_ai_request_model", "gpt-4o", "outcome", "stopped"); found {
+		t.Error("a served gpt-4o request was counted as stopped")
+	}
 	if _, found := sum(route, "switchyard_requests_stopped_total", "gen_ai_request_model", "gpt-4o"); found {
 		t.Error("a served gpt-4o request was counted as stopped")
 	}
