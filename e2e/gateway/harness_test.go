@@ -310,7 +310,7 @@ func startReplica(t *testing.T, live *config.Live, st store.Store, keys extproc.
 	}
 	reg := prometheus.NewRegistry()
 	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), ClientAuth: auth})
-	gs := grpc.NewServer(extproc.GRPCServerOptions()...)
+	gs := grpc.NewServer(srv.GRPCServerOptions()...)
 	srv.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
