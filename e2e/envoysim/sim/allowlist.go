@@ -218,6 +218,9 @@ var supportedFields = setOf(
 	"envoy.config.cluster.v3.Cluster.lb_policy",
 	"envoy.config.cluster.v3.Cluster.load_assignment",
 	"envoy.config.cluster.v3.Cluster.circuit_breakers",
+	// Accepted; the upstream filters use the downstream stream's buffer limit, which
+	// switchyard sizes from the same setting (no flow control is modelled).
+	"envoy.config.cluster.v3.Cluster.per_connection_buffer_limit_bytes",
 	"envoy.config.cluster.v3.Cluster.typed_extension_protocol_options",
 	"envoy.config.cluster.v3.Cluster.transport_socket",
 	"envoy.config.cluster.v3.Cluster.transport_socket_matches",
