@@ -61,9 +61,9 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxRedirects    = 10
+	DefaultMaxRedirects   = 10
 	DefaultMaxRequestBody = 32 << 20
-	DefaultWaitMargin      = 2 * time.Second
+	DefaultWaitMargin     = 2 * time.Second
 )
 
 // Server is switchyard's ExternalProcessor: Process picks the role of the filter instance

@@ -105,10 +105,10 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 	tHost, tPort, _ := splitPort(o.Trampoline) // checked by withDefaults
 	name := extproc.ClusterName(d.ID)
 	c := &clusterv3.Cluster{
-		Name:                          name,
-		ClusterDiscoveryType:          &clusterv3.Cluster_Type{Type: discoveryType(up.host, tHost)},
-		ConnectTimeout:                durationpb.New(o.ConnectTimeout),
-		CircuitBreakers:               liftedCircuitBreakers(),
+		Name:                 name,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: discoveryType(up.host, tHost)},
+		ConnectTimeout:       durationpb.New(o.ConnectTimeout),
+		CircuitBreakers:      liftedCircuitBreakers(),
 		// The attempt role buffers the request body (BUFFERED) on the upstream side: sized
 		// from switchyard's one body limit, as the route's request_body_buffer_limit is.
 		PerConnectionBufferLimitBytes: wrapperspb.UInt32(clampUint32(o.RequestBodyBufferLimit)),
