@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -175,6 +176,36 @@ func TestOverTheLimitGetsTheDialects413(t *testing.T) {
 					t.Errorf("%s limit+1, stream=%v chunked=%v: %d %s %s, want the dialect's 413", c.name, stream, chunked, code, h.Get("Content-Type"), short(out))
 				}
 			}
+		}
+	}
+}
+
+// TestSwitchyardAnswersKeepTheirShape: a route-role answer (404 model_not_found) is not
+// rewritten by the bootstrap's local_reply_config mappers.
+func TestSwitchyardAnswersKeepTheirShape(t *testing.T) {
+	ingress := bodyLimitGateway(t, 0)
+	chat := dialectCases[0]
+	code, _, out := send(t, ingress, chat, []byte(`{"model":"no-such-model","messages":[{"role":"user","content":"hi"}]}`), false)
+	if code != http.StatusNotFound || gjson.GetBytes(out, "error.code").String() != "model_not_found" {
+		t.Errorf("unknown model: %d %s, want switchyard's own 404 model_not_found", code, short(out))
+	}
+}
+
+// TestDeadRouteRoleGetsTheDialects503: with nothing at the route role's address, Envoy's
+// 503 (ext_proc status_on_error) reaches the client in its dialect's shape.
+func TestDeadRouteRoleGetsTheDialects503(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	_ = ln.Close()
+	nobody := &instance{extproc: dead, trampoline: dead}
+	ingress := behindEnvoyWith(t, nobody, nobody, map[string]string{"oai": dead}, nil)
+	for _, c := range dialectCases {
+		code, h, out := send(t, ingress, c, c.body(1<<10, false), false)
+		if code != http.StatusServiceUnavailable || !strings.HasPrefix(h.Get("Content-Type"), "application/json") || !c.shaped(out) {
+			t.Errorf("%s with the route role down: %d %s %s, want the dialect's 503", c.name, code, h.Get("Content-Type"), short(out))
 		}
 	}
 }
