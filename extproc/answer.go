@@ -27,6 +27,10 @@ const (
 	// metaSent marks that the attempt role of a provider attempt released the request to the
 	// provider; the trampoline attempt uses it to tell a connect failure from a reset.
 	metaSent = "sent"
+	// metaAnswered marks a route-role answer (an ImmediateResponse): the bootstraps'
+	// local_reply_config mappers shape only Envoy's own local replies in the client's
+	// dialect, and skip a reply with this key (their metadata_filter), which already is.
+	metaAnswered = "answered"
 )
 
 // header is one header to set.
@@ -119,7 +123,15 @@ func localReply(status int, headers []header, body []byte, details string) *extp
 			Body:    body,
 			Details: details,
 		},
-	}}
+	},
+		// ext_proc applies an ImmediateResponse's dynamic_metadata before sending the local
+		// reply (ext_proc.cc onReceiveMessage), so local_reply_config sees it.
+		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
+			MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+				metaAnswered: structpb.NewBoolValue(true),
+			}}),
+		}},
+	}
 }
 
 // rewriteRequest is the attempt role's answer to the buffered request body: the provider's

@@ -36,7 +36,8 @@ func TestAnswers(t *testing.T) {
 		{
 			name: "local reply",
 			got:  localReply(429, []header{{Name: "retry-after", Value: "3"}}, []byte(`{"error":{}}`), "switchyard_rate_limit_exceeded"),
-			want: `immediate_response: {status: {code: TooManyRequests} headers: {set_headers: [{header: {key: "retry-after" raw_value: "3"}}]} body: "{\"error\":{}}" details: "switchyard_rate_limit_exceeded"}`,
+			want: `immediate_response: {status: {code: TooManyRequests} headers: {set_headers: [{header: {key: "retry-after" raw_value: "3"}}]} body: "{\"error\":{}}" details: "switchyard_rate_limit_exceeded"}
+				dynamic_metadata: {fields: {key: "switchyard" value: {struct_value: {fields: {key: "answered" value: {bool_value: true}}}}}}`,
 		},
 		{
 			name: "rewrite the request with a body and the sent mark",

@@ -28,6 +28,27 @@ func GRPCServerOptions() []grpc.ServerOption {
 	}
 }
 
+// grpcFraming is the room a ProcessingRequest or ProcessingResponse needs around the body
+// it carries: the protobuf tags and lengths, the headers (at most Envoy's
+// max_request_headers_kb, 60 KiB by default, up to 8 MiB), the attributes and the forwarded
+// dynamic metadata (the sealed state). 1 MiB covers all of them.
+const grpcFraming = 1 << 20
+
+// GRPCMessageLimit is the largest gRPC message the ext_proc server receives or sends for a
+// body limit of maxBody bytes: a whole buffered request body (the route and attempt roles),
+// a rewritten one, or a held response, plus its framing. grpc-go's default receive limit
+// (4 MiB) would end the stream of any larger body with RESOURCE_EXHAUSTED ("grpc: received
+// message larger than max"), which Envoy answers with status_on_error, a bare 503.
+func GRPCMessageLimit(maxBody int) int { return maxBody + grpcFraming }
+
+// GRPCServerOptions are GRPCServerOptions() with the message limits sized from the server's
+// body limits (Options.MaxRequestBody, Options.MaxResponseHold): the options of the gRPC
+// server that runs s.
+func (s *Server) GRPCServerOptions() []grpc.ServerOption {
+	n := GRPCMessageLimit(max(s.opts.MaxRequestBody, s.opts.MaxResponseHold))
+	return append(GRPCServerOptions(), grpc.MaxRecvMsgSize(n), grpc.MaxSendMsgSize(n))
+}
+
 // fieldDynamicMetadata is ProcessingResponse.dynamic_metadata's field number.
 const fieldDynamicMetadata protowire.Number = 8
 

@@ -134,12 +134,32 @@ func (p *routeProcessor) onRequestHeaders(h *extprocv3.HttpHeaders) error {
 		p.phase = routeDone
 		return p.replyError(de)
 	}
+	if de := p.checkLength(); de != nil {
+		p.phase = routeDone
+		return p.replyError(de)
+	}
 	if h.GetEndOfStream() {
 		p.phase = routeDone
 		return p.replyError(&dialect.Error{Family: route.Family, Status: http.StatusBadRequest, Code: dialect.CodeInvalidJSON, Message: "The request has no body."})
 	}
 	p.phase = routeAwaitBody
 	return p.stream.Send(continueRequestHeaders())
+}
+
+// checkLength answers a declared content-length over MaxRequestBody with the dialect's 413
+// before Envoy buffers the body: past its buffer limit Envoy itself would answer 413 (its
+// local reply, shaped by the HCM's local_reply_config). A chunked body is checked when it
+// arrives (Parse).
+func (p *routeProcessor) checkLength() error {
+	v, ok := p.headers.get("content-length")
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return nil // Envoy's codec refuses a malformed content-length before any filter runs
+	}
+	return dialect.Parser{MaxBodyBytes: p.s.opts.MaxRequestBody}.CheckLength(p.route.Dialect, n)
 }
 
 // openState verifies a state the request carries. Only a 307 of an attempt role puts one

@@ -42,11 +42,14 @@ type Options struct {
 	// attempt whose failure could not be redirected back to it (a 307 must never reach a
 	// client).
 	MaxRedirects int
-	// MaxRequestBody bounds request bodies (413 above it); it should match Envoy's buffer
-	// limit. Default 32 MiB.
+	// MaxRequestBody is switchyard's one body-size setting (-max-request-body): the route
+	// role answers a request over it with the dialect's 413 (by content-length at request
+	// headers, else by the buffered body), the gRPC message limits are sized from it
+	// (GRPCServerOptions), and xDS publishes it as Envoy's buffer limits (docs/xds.md).
+	// Default 32 MiB.
 	MaxRequestBody int
 	// MaxResponseHold bounds a JSON response the attempt role holds to classify it; a larger
-	// successful body passes through unbuffered and unmodified. Default 8 MiB.
+	// successful body passes through unbuffered and unmodified. Default MaxRequestBody.
 	MaxResponseHold int
 	// ClientAuth says who authenticates clients (clientauth.go); the zero value trusts
 	// Envoy.
@@ -58,10 +61,9 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxRedirects    = 10
-	DefaultMaxRequestBody  = 32 << 20
-	DefaultMaxResponseHold = 8 << 20
-	DefaultWaitMargin      = 2 * time.Second
+	DefaultMaxRedirects   = 10
+	DefaultMaxRequestBody = 32 << 20
+	DefaultWaitMargin     = 2 * time.Second
 )
 
 // Server is switchyard's ExternalProcessor: Process picks the role of the filter instance
@@ -96,7 +98,7 @@ func NewServer(router *routing.Router, sealer *Sealer, opts Options) *Server {
 		opts.MaxRequestBody = DefaultMaxRequestBody
 	}
 	if opts.MaxResponseHold <= 0 {
-		opts.MaxResponseHold = DefaultMaxResponseHold
+		opts.MaxResponseHold = opts.MaxRequestBody
 	}
 	if opts.WaitMargin <= 0 {
 		opts.WaitMargin = DefaultWaitMargin

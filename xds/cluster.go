@@ -105,10 +105,13 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 	tHost, tPort, _ := splitPort(o.Trampoline) // checked by withDefaults
 	name := extproc.ClusterName(d.ID)
 	c := &clusterv3.Cluster{
-		Name:                          name,
-		ClusterDiscoveryType:          &clusterv3.Cluster_Type{Type: discoveryType(up.host, tHost)},
-		ConnectTimeout:                durationpb.New(o.ConnectTimeout),
-		CircuitBreakers:               liftedCircuitBreakers(),
+		Name:                 name,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: discoveryType(up.host, tHost)},
+		ConnectTimeout:       durationpb.New(o.ConnectTimeout),
+		CircuitBreakers:      liftedCircuitBreakers(),
+		// The attempt role buffers the request body (BUFFERED) on the upstream side: sized
+		// from switchyard's one body limit, as the route's request_body_buffer_limit is.
+		PerConnectionBufferLimitBytes: wrapperspb.UInt32(clampUint32(o.RequestBodyBufferLimit)),
 		TypedExtensionProtocolOptions: map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(attemptProtocolOptions(o))},
 		LoadAssignment: &endpointv3.ClusterLoadAssignment{
 			ClusterName: name,
@@ -137,6 +140,9 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 	}
 	return c, nil
 }
+
+// clampUint32 is n, or the largest uint32 for a larger n.
+func clampUint32(n uint64) uint32 { return uint32(min(n, math.MaxUint32)) }
 
 // liftedCircuitBreakers lifts Envoy's per-cluster circuit breakers (the DEFAULT priority's
 // thresholds, api/envoy/config/cluster/v3/circuit_breaker.proto): by default 1,024

@@ -29,9 +29,11 @@ type Options struct {
 	// ConnectTimeout is every deployment cluster's connect_timeout, TLS handshake included
 	// (default 5 s, Envoy's own default).
 	ConnectTimeout time.Duration
-	// RequestBodyBufferLimit is the route's request_body_buffer_limit: the largest request
-	// body Envoy buffers for the route role and replays on internal redirects (default
-	// extproc.DefaultMaxRequestBody, which the ext_proc server enforces too).
+	// RequestBodyBufferLimit is switchyard's -max-request-body (extproc.Options.MaxRequestBody):
+	// the route's request_body_buffer_limit (the largest request body Envoy buffers for the
+	// route role and replays on internal redirects) and every deployment cluster's
+	// per_connection_buffer_limit_bytes (the attempt role's buffered body). Default
+	// extproc.DefaultMaxRequestBody.
 	RequestBodyBufferLimit uint64
 	// AttemptMessageTimeout is the attempt-role ext_proc message_timeout (default 5 s).
 	AttemptMessageTimeout time.Duration

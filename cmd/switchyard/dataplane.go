@@ -30,6 +30,7 @@ type dataPlaneFlags struct {
 	xdsAddr, trampolineAdvertise string
 	stateKeysFile                string
 	maxRedirects                 int
+	maxRequestBody               int
 	drain                        time.Duration
 	clientAuth                   string
 	extprocTLS, xdsTLS           grpcTLSFlags
@@ -42,6 +43,7 @@ func (f *dataPlaneFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.trampolineAdvertise, "trampoline-advertise", "", "host:port at which Envoy reaches the trampoline (default: the -trampoline-listen address)")
 	fs.StringVar(&f.stateKeysFile, "state-keys-file", "", "file of the attempt-state keys (base64, current first); else "+extproc.StateKeysEnv)
 	fs.IntVar(&f.maxRedirects, "max-internal-redirects", extproc.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
+	fs.IntVar(&f.maxRequestBody, "max-request-body", extproc.DefaultMaxRequestBody, "largest request body in bytes: bodies above it get the dialect's 413; sizes the ext_proc gRPC message limits, the attempt role's response hold and, over xDS, Envoy's route and cluster buffer limits (the bootstrap listener's per_connection_buffer_limit_bytes must be at least this)")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long in-flight ext_proc streams may finish on shutdown")
 	fs.StringVar(&f.clientAuth, "client-auth", "", "who authenticates clients (required): keys (switchyard checks client API keys made with POST /admin/client-keys) or envoy (an Envoy filter before ext_proc does, e.g. jwt_authn or ext_authz)")
 	f.extprocTLS.register(fs, "extproc", "ext_proc gRPC server")
@@ -115,11 +117,15 @@ func startDataPlane(f dataPlaneFlags, keys extproc.Keys, auth extproc.ClientAuth
 	if err != nil {
 		return nil, err
 	}
-	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects, ClientAuth: auth})
+	if f.maxRequestBody <= 0 {
+		return nil, fmt.Errorf("-max-request-body %d: want a positive number of bytes", f.maxRequestBody)
+	}
+	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects,
+		MaxRequestBody: f.maxRequestBody, ClientAuth: auth})
 	// The deployments' circuit, wait and in-flight gauges, read from the store per scrape.
 	reg.MustRegister(extproc.NewDeploymentCollector(router, log))
 	// Envoy keeps its gRPC connection for every stream; keepalives find a dead one.
-	gs := grpc.NewServer(append(append(extprocCreds, extproc.GRPCServerOptions()...), grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+	gs := grpc.NewServer(append(append(extprocCreds, srv.GRPCServerOptions()...), grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))...)
 	srv.Register(gs)
 	dp := &dataPlane{grpc: gs, drain: f.drain,
@@ -139,7 +145,7 @@ func startDataPlane(f dataPlaneFlags, keys extproc.Keys, auth extproc.ClientAuth
 		// The route's redirect budget and body limit are switchyard's own, so Envoy and the
 		// data plane can never disagree.
 		dp.xds, err = xds.NewServer(live, xds.Options{Trampoline: advertise, MaxInternalRedirects: uint32(f.maxRedirects),
-			RequestBodyBufferLimit: uint64(extproc.DefaultMaxRequestBody)}, log, reg, xds.ServerOptions{GRPC: xdsCreds})
+			RequestBodyBufferLimit: uint64(f.maxRequestBody)}, log, reg, xds.ServerOptions{GRPC: xdsCreds})
 		if err == nil {
 			dp.xdsLn, err = net.Listen("tcp", f.xdsAddr)
 		}

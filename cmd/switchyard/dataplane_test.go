@@ -91,6 +91,12 @@ func behindEnvoy(t *testing.T, in *instance, deps map[string]string) string {
 // the attempt role on another, so every request crosses both.
 func behindEnvoyAcross(t *testing.T, in, attempt *instance, deps map[string]string) string {
 	t.Helper()
+	return behindEnvoyWith(t, in, attempt, deps, nil)
+}
+
+// behindEnvoyWith is behindEnvoyAcross with more template parameters (e.g. MaxRequestBody).
+func behindEnvoyWith(t *testing.T, in, attempt *instance, deps map[string]string, params map[string]any) string {
+	t.Helper()
 	hp := func(addr string) map[string]any {
 		h, p, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -107,11 +113,15 @@ func behindEnvoyAcross(t *testing.T, in, attempt *instance, deps map[string]stri
 	}
 	tmpl := template.Must(template.ParseFiles("../../envoy/static-clusters.yaml.tmpl"))
 	var yaml bytes.Buffer
-	if err := tmpl.Execute(&yaml, map[string]any{
+	data := map[string]any{
 		"ListenPort": 0, "MaxRedirects": extproc.DefaultMaxRedirects, "ConnectTimeout": "1s",
 		"ExtProc": hp(in.extproc), "AttemptExtProc": hp(attempt.extproc), "AttemptCluster": "switchyard_extproc",
 		"Trampoline": hp(in.trampoline), "Deployments": eps,
-	}); err != nil {
+	}
+	for k, v := range params {
+		data[k] = v
+	}
+	if err := tmpl.Execute(&yaml, data); err != nil {
 		t.Fatal(err)
 	}
 	bs, err := sim.Load(yaml.Bytes())

@@ -334,7 +334,7 @@ func startReplica(t *testing.T, live *config.Live, st store.Store, keys extproc.
 	reg.MustRegister(extproc.NewDeploymentCollector(router, log))
 	ops := httptest.NewServer(admin.Handler(router, admin.Options{Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}))
 	t.Cleanup(ops.Close)
-	gs := grpc.NewServer(extproc.GRPCServerOptions()...)
+	gs := grpc.NewServer(srv.GRPCServerOptions()...)
 	srv.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

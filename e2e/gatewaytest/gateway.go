@@ -114,7 +114,7 @@ func Start(ctx context.Context, o Options) (g *Gateway, err error) {
 		return nil, err
 	}
 	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(prometheus.NewRegistry())})
-	gs := grpc.NewServer(extproc.GRPCServerOptions()...)
+	gs := grpc.NewServer(srv.GRPCServerOptions()...)
 	srv.Register(gs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -177,7 +177,7 @@ func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
 	}
 	reg := prometheus.NewRegistry()
 	ep := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg)})
-	gs := grpc.NewServer(extproc.GRPCServerOptions()...)
+	gs := grpc.NewServer(ep.GRPCServerOptions()...)
 	ep.Register(gs)
 	extLn, extPort := listen(t)
 	go func() { _ = gs.Serve(extLn) }()

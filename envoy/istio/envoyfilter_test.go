@@ -182,6 +182,9 @@ func TestEnvoyFilterIsWhatSwitchyardPublishes(t *testing.T) {
 	if !proto.Equal(hcm.GetStreamIdleTimeout(), shippedHCM.GetStreamIdleTimeout()) {
 		t.Errorf("stream_idle_timeout %v, envoy.yaml has %v", hcm.GetStreamIdleTimeout(), shippedHCM.GetStreamIdleTimeout())
 	}
+	if !proto.Equal(hcm.GetLocalReplyConfig(), shippedHCM.GetLocalReplyConfig()) || shippedHCM.GetLocalReplyConfig() == nil {
+		t.Errorf("local_reply_config differs from envoy.yaml's")
+	}
 }
 
 func mustJSON(t *testing.T, m proto.Message) []byte {

@@ -232,6 +232,8 @@ type downstreamWriter struct {
 	bytesSent     int
 	localReply    bool
 	downstreamRst bool
+	// localReplyConfig is the HCM's local_reply_config (nil: none).
+	localReplyConfig *localReplyConfig
 }
 
 // write returns done when the response is complete, reset when the stream must be
@@ -273,7 +275,7 @@ func (d *downstreamWriter) write(st *activeStream, fr stream.Frame) (done, reset
 			d.downstreamRst = true
 			return true, true
 		}
-		d.writeLocalReply(fr.Reply, isGrpcRequest(st.headers), st.cachedRoute())
+		d.writeLocalReply(fr.Reply, isGrpcRequest(st.headers), st.cachedRoute(), replyContext{request: st.headers, md: st.metadata})
 		return true, false
 	}
 	return false, false
@@ -318,20 +320,28 @@ func (d *downstreamWriter) writeHeadersOnly(h *stream.Headers) {
 // content-type: text/plain (unless set) are added for a non-empty body. A gRPC
 // request gets a trailers-only gRPC reply instead (Utility::prepareLocalReply /
 // encodeLocalReply in source/common/http/utility.cc).
-func (d *downstreamWriter) writeLocalReply(r *stream.LocalReply, grpcRequest bool, rt *route) {
+//
+// local_reply_config rewrites the status and body after the caller's header mutations
+// (encode_functions.rewrite_ in prepareLocalReply); its content-type is set when the body
+// changed or the reply has none.
+func (d *downstreamWriter) writeLocalReply(r *stream.LocalReply, grpcRequest bool, rt *route, ctx replyContext) {
 	h := stream.NewHeaders(":status", strconv.Itoa(r.Status))
 	rt.finalizeResponseHeaders(h)
 	if r.Mutate != nil {
 		r.Mutate(h)
 	}
+	original, rewritten := r.Body, *r
+	var contentType string
+	rewritten.Status, rewritten.Body, contentType = d.localReplyConfig.rewrite(ctx, r)
+	r = &rewritten
 	if grpcRequest {
 		d.writeGrpcLocalReply(r, h)
 		return
 	}
 	if r.Body != "" {
 		h.Set("content-length", strconv.Itoa(len(r.Body)))
-		if !h.Has("content-type") {
-			h.Set("content-type", "text/plain")
+		if r.Body != original || !h.Has("content-type") {
+			h.Set("content-type", contentType)
 		}
 	}
 	h.Set(":status", strconv.Itoa(r.Status))

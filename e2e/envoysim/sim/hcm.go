@@ -31,6 +31,7 @@ type hcmConfig struct {
 	bufferLimit       int
 	edge              edgeConfig
 	limits            hcmLimits
+	localReply        *localReplyConfig
 }
 
 // buildHCM compiles the HCM (HttpConnectionManagerConfig): defaults
@@ -47,6 +48,9 @@ func (s *Sim) buildHCM(pb *hcmv3.HttpConnectionManager, listener string, bufferL
 		return nil, err
 	}
 	if h.limits, err = compileLimits(pb); err != nil {
+		return nil, err
+	}
+	if h.localReply, err = compileLocalReply(pb.GetLocalReplyConfig()); err != nil {
 		return nil, err
 	}
 	if v := pb.GetGenerateRequestId(); v != nil {
@@ -174,7 +178,7 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	restoreTrailerHeader(headers, r)
 	noBody := r.Body == nil || r.Body == http.NoBody
 	req := &requestState{}
-	out := &downstreamWriter{w: w, rc: rc, serverName: h.serverName}
+	out := &downstreamWriter{w: w, rc: rc, serverName: h.serverName, localReplyConfig: h.localReply}
 	st := h.newStream(ctx, headers, req)
 	st.chain.In.Push(stream.HeadersFrame(headers, noBody))
 	if noBody {
