@@ -76,6 +76,7 @@ func (v *Validator) Config(cfg *configv1.Config) error {
 			ve.add(path+".id", "duplicate deployment id %q (also deployments[%d])", d.GetId(), j)
 		}
 		ids[d.GetId()] = i
+		checkDeployment(ve, path, d)
 		checkOverrides(ve, path+".executionPolicyOverrides", d.GetExecutionPolicyOverrides(), global)
 	}
 	chains := make(map[string]int)
@@ -104,8 +105,11 @@ func (v *Validator) Config(cfg *configv1.Config) error {
 func (v *Validator) Message(prefix string, m proto.Message) error {
 	ve := &ValidationError{}
 	v.schema(ve, prefix, m)
-	if rs, ok := m.(*configv1.RouterSettings); ok {
-		checkSettingsWithPrefix(ve, prefix, rs)
+	switch m := m.(type) {
+	case *configv1.RouterSettings:
+		checkSettingsWithPrefix(ve, prefix, m)
+	case *configv1.Deployment:
+		checkDeployment(ve, prefix, m)
 	}
 	if len(ve.Errors) > 0 {
 		return ve
