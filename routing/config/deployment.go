@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -32,6 +33,11 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 func CheckBaseURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
+		// url.Error repeats the URL, which may hold a credential: its cause alone.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("not a URL: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
