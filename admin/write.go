@@ -66,7 +66,9 @@ func (a *api) write(w http.ResponseWriter, req *http.Request, op string, fn chan
 			a.answer(w, req, err)
 			return
 		}
-		if err := a.v.Config(cfg); err != nil {
+		// Stored, not Config: a deployment already stored that breaks the endpoint rules
+		// must not block every other write (the new deployment itself passed Message).
+		if err := a.v.Stored(cfg); err != nil {
 			a.answer(w, req, relabel(err, e.path))
 			return
 		}

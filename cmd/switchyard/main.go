@@ -161,6 +161,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	checks := []func(context.Context) admin.Readiness{safety.check(st)}
+	if dp.xds != nil {
+		checks = append(checks, xdsCheck(dp.xds, live))
+	}
 
 	masterKey, err := admin.LoadMasterKey(getenv, *masterKeyFile)
 	if err != nil {
@@ -170,7 +173,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Warn("no master key (" + admin.MasterKeyEnv + " or -master-key-file); authenticated endpoints will refuse every request")
 	}
 	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st,
-		Router: router, Gate: safety.guard, Logger: log})
+		Router: router, Gate: safety.guard, Omitted: dp.omitted, Logger: log})
 	if err != nil {
 		dp.stop()
 		return err
