@@ -221,11 +221,17 @@ func TestBuildFailureKeepsPreviousSnapshot(t *testing.T) {
 	if got := value(t, f.srv.metrics.version); got != 1 {
 		t.Errorf("published version %v, want 1", got)
 	}
+	if p := f.srv.Publication().Problems(2); len(p) != 1 || !strings.Contains(p[0], "xds: last publish failed") || !strings.Contains(p[0], "broken") {
+		t.Errorf("problems %q, want the failed publish", p)
+	}
 	live.Store(compile(t, 3, dep("c", "openai", "http://127.0.0.1:18083/v1")))
 	f.poll(t)
 	waitFor(t, envoy, "sy-dep-c")
 	if hasCluster(envoy, "sy-dep-a") {
 		t.Error("sy-dep-a still published after version 3 removed it")
+	}
+	if p := f.srv.Publication().Problems(3); len(p) != 0 {
+		t.Errorf("problems %q once version 3 is published", p)
 	}
 }
 

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/switchyard-gw/switchyard/admin"
@@ -14,27 +12,19 @@ import (
 
 // xdsCheck is the xDS server's /readyz check. A configuration version that did not publish
 // (the Envoys keep the previous snapshot) or a deployment left out of the snapshot marks it
-// degraded, like a store outage: the replica still serves, so failing the probe on every
-// replica at once for one bad configuration would only turn it into an outage.
+// degraded, like a store outage: the replica still serves, and failing the probe on every
+// replica at once for one bad configuration would turn it into an outage.
 func xdsCheck(s *xds.Server, live *config.Live) func(context.Context) admin.Readiness {
 	return func(context.Context) admin.Readiness {
 		p := s.Publication()
 		r := admin.Readiness{Name: "xds", Ready: true, Detail: fmt.Sprintf("published version %d", p.Published)}
-		var parts []string
-		if cur := live.Load(); p.Failed != 0 && cur != nil && p.Published < cur.Version {
-			parts = append(parts, fmt.Sprintf("xds: last publish failed: configuration version %d is not published "+
-				"(Envoys keep version %d): %s", p.Failed, p.Published, p.Err))
+		var current uint64
+		if snap := live.Load(); snap != nil {
+			current = snap.Version
 		}
-		if len(p.Omitted) > 0 {
-			ids := slices.Sorted(maps.Keys(p.Omitted))
-			for i, id := range ids {
-				ids[i] = id + " (" + p.Omitted[id] + ")"
-			}
-			parts = append(parts, "xds: deployments left out of the snapshot, they get no traffic: "+strings.Join(ids, ", "))
-		}
-		if len(parts) > 0 {
+		if problems := p.Problems(current); len(problems) > 0 {
 			r.Degraded = true
-			r.Detail += "; " + strings.Join(parts, "; ")
+			r.Detail += "; " + strings.Join(problems, "; ")
 		}
 		return r
 	}
