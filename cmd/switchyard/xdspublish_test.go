@@ -121,4 +121,3 @@ func hasSimCluster(s *sim.Sim, name string) bool {
 	cancel()
 	return s.WaitForClusters(ctx, name) == nil
 }
-
