@@ -3,8 +3,8 @@ package config
 import (
 	"encoding/json"
 	"errors"
-	"slices"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -78,7 +78,6 @@ func decodeMessage(err error) string {
 func under(field, path string) bool {
 	return field == path || strings.HasPrefix(field, path+".") || strings.HasPrefix(field, path+"[")
 }
-
 
 // CheckFile is every error of a configuration file, for `switchyard validate`: the elements
 // that do not decode (DecodeEach), the validation errors of the rest (Validator.Config;
