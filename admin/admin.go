@@ -60,9 +60,16 @@ func Handler(r *routing.Router, opts Options) http.Handler {
 	return mux
 }
 
+// statusView is a deployment's status with, when the xDS server left it out of the
+// snapshot, why (Envoys have no cluster for it, so routing it fails).
+type statusView struct {
+	routing.DeploymentStatus
+	NotPublished string `json:"not_published,omitempty"`
+}
+
 // statusHandler serves the deployment status report of SPEC §10.3 (authentication is the
-// caller's).
-func statusHandler(r *routing.Router, log *slog.Logger) http.HandlerFunc {
+// caller's); omitted (nil: none) marks deployments without a cluster.
+func statusHandler(r *routing.Router, omitted func() map[string]string, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		model := req.PathValue("model")
 		statuses, ok, err := r.Status(req.Context(), model)
@@ -73,7 +80,15 @@ func statusHandler(r *routing.Router, log *slog.Logger) http.HandlerFunc {
 		case !ok:
 			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "The model `"+model+"` does not exist.")
 		default:
-			writeJSON(w, http.StatusOK, map[string]any{"object": "list", "model": model, "data": statuses})
+			var out map[string]string
+			if omitted != nil {
+				out = omitted()
+			}
+			views := make([]statusView, len(statuses))
+			for i, st := range statuses {
+				views[i] = statusView{DeploymentStatus: st, NotPublished: out[st.ID]}
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"object": "list", "model": model, "data": views})
 		}
 	}
 }

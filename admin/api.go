@@ -31,6 +31,9 @@ type APIOptions struct {
 	// Gate refuses configuration writes while the store is behind the configuration in force
 	// (config.Guard); nil refuses none.
 	Gate WriteGate
+	// Omitted reports the deployments the xDS server left out of the snapshot in force (id:
+	// why), marked in the status view; nil: none.
+	Omitted func() map[string]string
 	// Rand is the source of client keys (crypto/rand when nil).
 	Rand io.Reader
 	// Now stamps client keys (time.Now when nil).
@@ -45,6 +48,7 @@ type api struct {
 	keys  store.ClientKeys
 	r     *routing.Router
 	gate  WriteGate
+	omit  func() map[string]string
 	rand  io.Reader
 	now   func() time.Time
 	log   *slog.Logger
@@ -62,7 +66,7 @@ func NewAPI(opts APIOptions) (http.Handler, error) {
 	if opts.Config == nil || opts.Validator == nil {
 		return nil, errors.New("admin: NewAPI needs a configuration store and a validator")
 	}
-	a := &api{cs: opts.Config, v: opts.Validator, keys: opts.ClientKeys, r: opts.Router, gate: opts.Gate,
+	a := &api{cs: opts.Config, v: opts.Validator, keys: opts.ClientKeys, r: opts.Router, gate: opts.Gate, omit: opts.Omitted,
 		rand: opts.Rand, now: opts.Now, log: opts.Logger, retry: writeAttempts}
 	if a.rand == nil {
 		a.rand = rand.Reader
@@ -83,7 +87,7 @@ func NewAPI(opts APIOptions) (http.Handler, error) {
 	}
 	if a.r != nil {
 		mux.HandleFunc("GET /v1/models", a.listModels)
-		mux.Handle("GET /v1/models/{model}/deployments", statusHandler(a.r, a.log))
+		mux.Handle("GET /v1/models/{model}/deployments", statusHandler(a.r, a.omit, a.log))
 	}
 	return requireMaster(opts.MasterKey, mux), nil
 }

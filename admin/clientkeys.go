@@ -152,7 +152,7 @@ func (a *api) routeClientKeys(mux *http.ServeMux) {
 		dec := json.NewDecoder(http.MaxBytesReader(nil, req.Body, maxBody))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-			a.answer(w, req, &apiError{status: http.StatusBadRequest, code: "invalid_body", msg: "request body: " + err.Error()})
+			a.answer(w, req, bodyError(err))
 			return
 		}
 		if err := body.validate(); err != nil {

@@ -24,10 +24,14 @@ func protoJSON(m proto.Message) (json.RawMessage, error) {
 }
 
 // deploymentView renders a deployment without its key (whatever d carries) and with
-// apiKeySet.
+// apiKeySet, and always with enabled: an absent one means true (config.Compile), which a
+// reader should not have to know.
 func deploymentView(d *configv1.Deployment, keySet bool) (json.RawMessage, error) {
 	d = proto.CloneOf(d)
 	d.ApiKey = ""
+	if d.Enabled == nil {
+		d.Enabled = proto.Bool(true)
+	}
 	b, err := protoJSON(d)
 	if err != nil {
 		return nil, err

@@ -66,7 +66,9 @@ func (a *api) write(w http.ResponseWriter, req *http.Request, op string, fn chan
 			a.answer(w, req, err)
 			return
 		}
-		if err := a.v.Config(cfg); err != nil {
+		// Stored, not Config: a deployment already stored that breaks the endpoint rules
+		// must not block every other write (the new deployment itself passed Message).
+		if err := a.v.Stored(cfg); err != nil {
 			a.answer(w, req, relabel(err, e.path))
 			return
 		}
@@ -174,7 +176,7 @@ const maxBody = 1 << 20
 func decode(req *http.Request, m proto.Message) error {
 	b, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, maxBody))
 	if err != nil {
-		return &apiError{status: http.StatusBadRequest, code: "invalid_body", msg: "request body: " + err.Error()}
+		return bodyError(err)
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
@@ -199,12 +201,38 @@ func decode(req *http.Request, m proto.Message) error {
 			msg = after
 		}
 		ae := &apiError{status: http.StatusBadRequest, code: "invalid_body", msg: msg}
-		if _, rest, ok := strings.Cut(msg, `field "`); ok {
-			if name, _, ok := strings.Cut(rest, `"`); ok {
-				ae.fields = []config.FieldError{{Field: name, Message: msg}}
-			}
+		if name := protojsonField(msg); name != "" {
+			ae.fields = []config.FieldError{{Field: name, Message: msg}}
 		}
 		return ae
 	}
 	return nil
+}
+
+// protojsonField is the field a protojson error names: `unknown field "weigth"`, or
+// `invalid value for uint32 field weight: -1` (a wrong type or a negative number; the
+// JSON name of the innermost field).
+func protojsonField(msg string) string {
+	if _, rest, ok := strings.Cut(msg, `field "`); ok {
+		if name, _, ok := strings.Cut(rest, `"`); ok {
+			return name
+		}
+	}
+	if strings.HasPrefix(msg, "invalid value for ") {
+		if _, rest, ok := strings.Cut(msg, " field "); ok {
+			if name, _, ok := strings.Cut(rest, ":"); ok {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// bodyError answers a body that could not be read: 413 over maxBody, else 400.
+func bodyError(err error) *apiError {
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large",
+			msg: "request body: over the limit of " + strconv.FormatInt(mbe.Limit, 10) + " bytes"}
+	}
+	return &apiError{status: http.StatusBadRequest, code: "invalid_body", msg: "request body: " + err.Error()}
 }

@@ -56,29 +56,24 @@ type upstream struct {
 	tls  bool
 }
 
-// parseBaseURL reads host, port and scheme from a deployment's base URL; the path is the
-// attempt role's business (extproc/provider).
+// parseBaseURL reads host, port and scheme from a deployment's base URL (checked by
+// config.CheckBaseURL, whose errors never repeat the URL); the path is the attempt role's
+// business (extproc/provider).
 func parseBaseURL(raw string) (upstream, error) {
+	if err := config.CheckBaseURL(raw); err != nil {
+		return upstream{}, fmt.Errorf("base URL: %w", err)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return upstream{}, fmt.Errorf("base URL: %w", err)
 	}
-	var up upstream
-	switch u.Scheme {
-	case "https":
+	up := upstream{host: u.Hostname(), port: 80}
+	if u.Scheme == "https" {
 		up.tls, up.port = true, 443
-	case "http":
-		up.port = 80
-	default:
-		return upstream{}, fmt.Errorf("base URL %q: scheme must be http or https", raw)
-	}
-	up.host = u.Hostname()
-	if up.host == "" {
-		return upstream{}, fmt.Errorf("base URL %q: no host", raw)
 	}
 	if p := u.Port(); p != "" {
 		if up.port, err = parsePort(p); err != nil {
-			return upstream{}, fmt.Errorf("base URL %q: %w", raw, err)
+			return upstream{}, fmt.Errorf("base URL: %w", err)
 		}
 	}
 	return up, nil

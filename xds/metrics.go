@@ -7,6 +7,8 @@ type metrics struct {
 	nacks       *prometheus.CounterVec
 	buildErrors prometheus.Counter
 	version     prometheus.Gauge
+	omitted     prometheus.Gauge
+	omissions   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -23,9 +25,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "switchyard_xds_snapshot_version",
 			Help: "Configuration version of the xDS snapshot being published.",
 		}),
+		omitted: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchyard_xds_omitted_deployments",
+			Help: "Deployments left out of the xDS snapshot in force because their cluster could not be built; they get no traffic.",
+		}),
+		omissions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchyard_xds_deployment_omissions_total",
+			Help: "Times a deployment was left out of the xDS snapshot (first time, or for a new reason).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.nacks, m.buildErrors, m.version)
+		reg.MustRegister(m.nacks, m.buildErrors, m.version, m.omitted, m.omissions)
 	}
 	return m
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -52,11 +54,36 @@ type Server struct {
 	metrics *metrics
 	cache   cache.SnapshotCache
 	// build is Build; tests swap it to publish a resource Envoy rejects.
-	build func(*config.Snapshot, Options) (*cache.Snapshot, error)
+	build func(*config.Snapshot, Options) (*cache.Snapshot, []Omission, error)
 
 	// The versions published and last failed; only publish touches them (Serve, then its
 	// follow loop, one at a time).
 	published, failed uint64
+
+	mu    sync.Mutex
+	state Publication // publish writes it; Publication reads it from any goroutine
+}
+
+// Publication is what the server publishes now, for /readyz and the status view.
+type Publication struct {
+	// Published is the configuration version of the snapshot in force (0: none yet).
+	Published uint64
+	// Failed is the last version that could not be published at all, when newer than
+	// Published (else 0); Err says why.
+	Failed uint64
+	Err    string
+	// Omitted are the deployments left out of the snapshot in force, by id: why each
+	// cluster did not build (never a key: the base URL is not repeated).
+	Omitted map[string]string
+}
+
+// Publication returns the current publication state (a copy).
+func (s *Server) Publication() Publication {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.state
+	p.Omitted = maps.Clone(p.Omitted)
+	return p
 }
 
 // NewServer returns an ADS server for live with the resource options o, logging to log
@@ -145,13 +172,15 @@ func (s *Server) follow(ctx context.Context) {
 
 // publish publishes the live configuration if its version is not the one published. A
 // version that does not build is logged and counted once, and the previous snapshot stays
-// published. Only Serve and its follow loop call it, one at a time.
+// published. A deployment left out of the snapshot (Build's omitted) is logged and counted
+// when it is first left out or its reason changes, not on every version. Only Serve and
+// its follow loop call it, one at a time.
 func (s *Server) publish(ctx context.Context) {
 	snap := s.live.Load()
 	if snap == nil || snap.Version == s.published || snap.Version == s.failed {
 		return
 	}
-	out, err := s.build(snap, s.opts)
+	out, omitted, err := s.build(snap, s.opts)
 	if err == nil {
 		err = s.cache.SetSnapshot(ctx, nodeKey, out)
 	}
@@ -160,11 +189,35 @@ func (s *Server) publish(ctx context.Context) {
 		s.metrics.buildErrors.Inc()
 		s.log.Error("xds: configuration not published; Envoys keep the previous snapshot",
 			"version", snap.Version, "published", s.published, "err", err)
+		s.mu.Lock()
+		s.state.Failed, s.state.Err = snap.Version, err.Error()
+		s.mu.Unlock()
 		return
+	}
+	now := make(map[string]string, len(omitted))
+	for _, o := range omitted {
+		now[o.ID] = o.Err.Error()
+	}
+	s.mu.Lock()
+	before := s.state.Omitted
+	s.state = Publication{Published: snap.Version, Omitted: now}
+	s.mu.Unlock()
+	for id, why := range now {
+		if before[id] != why {
+			s.metrics.omissions.Inc()
+			s.log.Error("xds: deployment left out of the snapshot; Envoys get no cluster for it",
+				"deployment", id, "version", snap.Version, "err", why)
+		}
+	}
+	for id := range before {
+		if _, still := now[id]; !still {
+			s.log.Info("xds: deployment back in the snapshot (or removed)", "deployment", id, "version", snap.Version)
+		}
 	}
 	s.published = snap.Version
 	s.metrics.version.Set(float64(snap.Version))
-	s.log.Info("xds: snapshot published", "version", snap.Version, "clusters", len(snap.Deployments))
+	s.metrics.omitted.Set(float64(len(now)))
+	s.log.Info("xds: snapshot published", "version", snap.Version, "clusters", len(snap.Deployments)-len(now), "omitted", len(now))
 }
 
 // callbacks log and count NACKs: a request carrying error_detail rejects the response of

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/internal/fakeclock"
+	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
@@ -34,7 +36,7 @@ type xdsFixture struct {
 }
 
 // startServer serves ADS for live on a free loopback port until the test ends.
-func startServer(t *testing.T, live *config.Live, o Options, build func(*config.Snapshot, Options) (*cache.Snapshot, error)) *xdsFixture {
+func startServer(t *testing.T, live *config.Live, o Options, build func(*config.Snapshot, Options) (*cache.Snapshot, []Omission, error)) *xdsFixture {
 	t.Helper()
 	f := &xdsFixture{reg: prometheus.NewRegistry(), clock: fakeclock.New(time.Unix(0, 0))}
 	srv, err := NewServer(live, o, slog.New(slog.DiscardHandler), f.reg, ServerOptions{Clock: f.clock})
@@ -160,15 +162,15 @@ func TestADSFollowsLiveConfiguration(t *testing.T) {
 func TestNACKKeepsPreviousSnapshot(t *testing.T) {
 	// Version 2's clusters carry outlier_detection, which envoysim rejects (as it rejects
 	// every field it does not implement, README "Not supported"). Build never emits it.
-	poisoned := func(s *config.Snapshot, o Options) (*cache.Snapshot, error) {
-		out, err := Build(s, o)
+	poisoned := func(s *config.Snapshot, o Options) (*cache.Snapshot, []Omission, error) {
+		out, omitted, err := Build(s, o)
 		if err != nil || s.Version != 2 {
-			return out, err
+			return out, omitted, err
 		}
 		for _, r := range out.GetResources(resource.ClusterType) {
 			r.(*clusterv3.Cluster).OutlierDetection = &clusterv3.OutlierDetection{}
 		}
-		return out, nil
+		return out, omitted, nil
 	}
 	live := config.NewLive(compile(t, 1, dep("a", "openai", "http://127.0.0.1:18081/v1")))
 	f := startServer(t, live, Options{Trampoline: "127.0.0.1:9003"}, poisoned)
@@ -201,9 +203,9 @@ func TestNACKKeepsPreviousSnapshot(t *testing.T) {
 // stays, the failure is counted once, and a later good version is published.
 func TestBuildFailureKeepsPreviousSnapshot(t *testing.T) {
 	live := config.NewLive(compile(t, 1, dep("a", "openai", "http://127.0.0.1:18081/v1")))
-	broken := func(s *config.Snapshot, o Options) (*cache.Snapshot, error) {
+	broken := func(s *config.Snapshot, o Options) (*cache.Snapshot, []Omission, error) {
 		if s.Version == 2 {
-			return nil, errors.New("broken")
+			return nil, nil, errors.New("broken")
 		}
 		return Build(s, o)
 	}
@@ -219,11 +221,17 @@ func TestBuildFailureKeepsPreviousSnapshot(t *testing.T) {
 	if got := value(t, f.srv.metrics.version); got != 1 {
 		t.Errorf("published version %v, want 1", got)
 	}
+	if p := f.srv.Publication().Problems(2); len(p) != 1 || !strings.Contains(p[0], "xds: last publish failed") || !strings.Contains(p[0], "broken") {
+		t.Errorf("problems %q, want the failed publish", p)
+	}
 	live.Store(compile(t, 3, dep("c", "openai", "http://127.0.0.1:18083/v1")))
 	f.poll(t)
 	waitFor(t, envoy, "sy-dep-c")
 	if hasCluster(envoy, "sy-dep-a") {
 		t.Error("sy-dep-a still published after version 3 removed it")
+	}
+	if p := f.srv.Publication().Problems(3); len(p) != 0 {
+		t.Errorf("problems %q once version 3 is published", p)
 	}
 }
 
@@ -252,5 +260,66 @@ func TestServeStopsWithConnectedEnvoy(t *testing.T) {
 	waitFor(t, envoy, "sy-dep-a")
 	if err := f.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// compileUnchecked compiles deployments without validating them: a configuration that got
+// past validation by another path (written straight into the store, an older release's
+// rules).
+func compileUnchecked(t *testing.T, v uint64, deps ...*configv1.Deployment) *config.Snapshot {
+	t.Helper()
+	snap, err := config.Compile(v, &configv1.Config{Deployments: deps}, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// Issue 16 item 2: a deployment whose cluster cannot be built is left out, counted once and
+// reported; every other deployment, and every later change, is still published.
+func TestBadDeploymentLeftOutOthersPublished(t *testing.T) {
+	good := func(id string) *configv1.Deployment { return dep(id, "openai", "http://127.0.0.1:18081/v1") }
+	live := config.NewLive(compile(t, 1, good("a")))
+	f := startServer(t, live, Options{Trampoline: "127.0.0.1:9003"}, nil)
+	envoy := startEnvoy(t, f.addr, "127.0.0.1:1")
+	waitFor(t, envoy, "sy-dep-a")
+
+	live.Store(compileUnchecked(t, 2, good("a"), dep("bad", "openai", "ftp://user:hunter2@x"), good("b")))
+	f.poll(t)
+	waitFor(t, envoy, "sy-dep-a", "sy-dep-b")
+	if hasCluster(envoy, "sy-dep-bad") {
+		t.Fatal("the unbuildable deployment has a cluster")
+	}
+	p := f.srv.Publication()
+	if p.Published != 2 || p.Failed != 0 || len(p.Omitted) != 1 || !strings.Contains(p.Omitted["bad"], "scheme") {
+		t.Fatalf("publication %+v, want version 2 with bad omitted for its scheme", p)
+	}
+	if strings.Contains(p.Omitted["bad"], "hunter2") {
+		t.Fatalf("the omission reason repeats the URL's credential: %q", p.Omitted["bad"])
+	}
+	// A later good deployment is published; the same bad one is not counted again.
+	live.Store(compileUnchecked(t, 3, good("a"), dep("bad", "openai", "ftp://user:hunter2@x"), good("b"), good("c")))
+	f.poll(t)
+	waitFor(t, envoy, "sy-dep-a", "sy-dep-b", "sy-dep-c")
+	if got := value(t, f.srv.metrics.omissions); got != 1 {
+		t.Errorf("omissions %v, want 1 (counted once, not per version)", got)
+	}
+	if got := value(t, f.srv.metrics.omitted); got != 1 {
+		t.Errorf("omitted gauge %v, want 1", got)
+	}
+	if got := value(t, f.srv.metrics.buildErrors); got != 0 {
+		t.Errorf("build errors %v, want 0: the snapshot itself built", got)
+	}
+	live.Store(compile(t, 4, good("a"), good("c")))
+	f.poll(t)
+	deadline := time.Now().Add(wait)
+	for hasCluster(envoy, "sy-dep-b") {
+		if time.Now().After(deadline) {
+			t.Fatal("version 4 never reached the Envoy")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a real gRPC exchange
+	}
+	if got := value(t, f.srv.metrics.omitted); got != 0 || len(f.srv.Publication().Omitted) != 0 {
+		t.Errorf("omitted gauge %v, publication %+v after the bad deployment was removed", got, f.srv.Publication())
 	}
 }

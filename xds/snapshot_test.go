@@ -128,15 +128,15 @@ func TestBuildGolden(t *testing.T) {
 		dep("ip-tls", "openai", "https://10.0.0.7/v1"),
 		disabled,
 	)
-	s, err := Build(snap, Options{
+	s, omitted, err := Build(snap, Options{
 		Trampoline:             "127.0.0.1:9003",
 		MaxInternalRedirects:   12,
 		ConnectTimeout:         2 * time.Second,
 		RequestBodyBufferLimit: 64 << 20,
 		AttemptMessageTimeout:  3 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || omitted != nil {
+		t.Fatal(err, omitted)
 	}
 	if v := s.GetVersion(resource.ClusterType); v != "42" {
 		t.Errorf("cluster version %q, want the configuration version 42", v)
@@ -172,7 +172,7 @@ func TestBuildGolden(t *testing.T) {
 
 func TestBuildDefaultsAndErrors(t *testing.T) {
 	snap := compile(t, 1, dep("a", "openai", "http://fake.internal:8080/v1"))
-	s, err := Build(snap, Options{Trampoline: "switchyard:9003"})
+	s, _, err := Build(snap, Options{Trampoline: "switchyard:9003"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,11 +190,11 @@ func TestBuildDefaultsAndErrors(t *testing.T) {
 	}
 
 	for _, tramp := range []string{"", "no-port", "host:0", "host:http"} {
-		if _, err := Build(snap, Options{Trampoline: tramp}); err == nil {
+		if _, _, err := Build(snap, Options{Trampoline: tramp}); err == nil {
 			t.Errorf("trampoline %q accepted", tramp)
 		}
 	}
-	if _, err := Build(nil, Options{Trampoline: "h:1"}); err == nil {
+	if _, _, err := Build(nil, Options{Trampoline: "h:1"}); err == nil {
 		t.Error("nil snapshot accepted")
 	}
 }

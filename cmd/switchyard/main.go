@@ -42,9 +42,21 @@ func main() {
 	} else {
 		err = run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the usage went to stderr; asking for it is no failure
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "switchyard:", err)
 		os.Exit(1)
+	}
+}
+
+// usage is -h's text: both forms of the command, then the flags of fs.
+func usage(fs *flag.FlagSet) func() {
+	return func() {
+		fmt.Fprint(fs.Output(), "Usage:\n  switchyard -config FILE [flags]    run the gateway\n"+
+			"  switchyard validate -config FILE    check a configuration file and exit\n\nFlags:\n")
+		fs.PrintDefaults()
 	}
 }
 
@@ -63,6 +75,7 @@ type started struct {
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- started) error {
 	fs := flag.NewFlagSet("switchyard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usage(fs)
 	configPath := fs.String("config", "", "path of the configuration file, JSON or YAML (required)")
 	adminAddr := fs.String("admin-listen", "127.0.0.1:8080", "address of the admin API and the status view (keep it private)")
 	operatorAddr := fs.String("operator-listen", ":9090", "address of /healthz, /readyz and /metrics (for kubelet and Prometheus)")
@@ -161,6 +174,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	checks := []func(context.Context) admin.Readiness{safety.check(st)}
+	if dp.xds != nil {
+		checks = append(checks, xdsCheck(dp.xds, live))
+	}
 
 	masterKey, err := admin.LoadMasterKey(getenv, *masterKeyFile)
 	if err != nil {
@@ -170,7 +186,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Warn("no master key (" + admin.MasterKeyEnv + " or -master-key-file); authenticated endpoints will refuse every request")
 	}
 	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st,
-		Router: router, Gate: safety.guard, Logger: log})
+		Router: router, Gate: safety.guard, Omitted: dp.omitted, Logger: log})
 	if err != nil {
 		dp.stop()
 		return err

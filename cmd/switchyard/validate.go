@@ -14,11 +14,17 @@ import (
 var errInvalid = errors.New("invalid configuration")
 
 // validate is `switchyard validate -config f`: it decodes, validates and compiles the file
-// exactly as a start would, and checks it against the redirect budget. It prints "ok", or
-// one line per error naming the field (deployments[2].weight: ...), and then fails.
+// as a start would, and checks it against the redirect budget. It prints "ok", or one line
+// per error naming the field (deployments[2].weight: ...): every error of the file, those
+// of the elements that do decode next to those that do not, and fallback chains or policies
+// naming a model no deployment serves (config.CheckFile); then it fails.
 func validate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("switchyard validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage:\n  switchyard validate -config FILE    check a configuration file and exit\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	path := fs.String("config", "", "path of the configuration file, JSON or YAML (required)")
 	maxRedirects := fs.Int("max-internal-redirects", extproc.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
 	if err := fs.Parse(args); err != nil {
@@ -48,7 +54,11 @@ func validate(args []string, stdout, stderr io.Writer) error {
 }
 
 func check(path string, v *config.Validator, maxRedirects int) error {
-	cfg, err := config.LoadFile(path, v)
+	data, err := config.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.CheckFile(path, data, v)
 	if err != nil {
 		return err
 	}

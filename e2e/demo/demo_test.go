@@ -45,7 +45,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{"http://" + a.Gateway, "x-fake-fault: server=openai; status=500", "x-unified-routing-metadata: true",
 		"http://" + a.OpenAI + fakeprovider.RequestsPath,
-		"$GW/v1/models", "Authorization: Bearer " + masterKey, "/admin/deployments/openai-gpt4o/disable", `"routingStrategy":"simple-shuffle"`} {
+		"$GW/v1/models", "operator http://" + a.Switchyard.Operator + " (/healthz", "Authorization: Bearer " + masterKey, "/admin/deployments/openai-gpt4o/disable", `"routingStrategy":"simple-shuffle"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the instructions lack %q:\n%s", want, out.String())
 		}
@@ -113,7 +113,7 @@ func TestDemo(t *testing.T) {
 		t.Fatal("the demo did not stop")
 	}
 	for _, addr := range []string{a.Gateway, a.EnvoyAdmin, a.OpenAI, a.Azure, a.Anthropic,
-		a.Switchyard.Admin, a.Switchyard.Extproc, a.Switchyard.Trampoline, a.Switchyard.XDS} {
+		a.Switchyard.Admin, a.Switchyard.Operator, a.Switchyard.Extproc, a.Switchyard.Trampoline, a.Switchyard.XDS} {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			t.Errorf("%s is still held after the demo stopped: %v", addr, err)

@@ -20,6 +20,7 @@ import (
 // log line (port 0 flags become real ports there).
 type switchyardAddrs struct {
 	Admin      string `json:"admin"`
+	Operator   string `json:"operator"`
 	Extproc    string `json:"extproc"`
 	Trampoline string `json:"trampoline"`
 	XDS        string `json:"xds"`

@@ -125,7 +125,7 @@ func published(t *testing.T) (*clusterv3.Cluster, *routev3.Route) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := xds.Build(snap, xds.Options{ExtProcCluster: extProcCluster, Trampoline: trampoline, MaxInternalRedirects: maxRedirects})
+	s, _, err := xds.Build(snap, xds.Options{ExtProcCluster: extProcCluster, Trampoline: trampoline, MaxInternalRedirects: maxRedirects})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (l *Live) Reload(ctx context.Context, cs store.ConfigStore, v *Validator) e
 	if old := l.Load(); old != nil && cur.Version <= old.Version {
 		return nil
 	}
-	if err := v.Config(cur.Config); err != nil {
+	if err := v.Stored(cur.Config); err != nil {
 		return fmt.Errorf("configuration version %d: %w", cur.Version, err)
 	}
 	snap, err := Compile(cur.Version, cur.Config, cur.Secrets)

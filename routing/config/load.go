@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -21,9 +23,9 @@ func ParseJSON(data []byte) (*configv1.Config, error) {
 
 // LoadFile reads, decodes (JSON or YAML, ParseFile) and validates a configuration file.
 func LoadFile(path string, v *Validator) (*configv1.Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading configuration: %w", err)
+		return nil, err
 	}
 	cfg, err := ParseFile(path, data)
 	if err != nil {
@@ -33,6 +35,18 @@ func LoadFile(path string, v *Validator) (*configv1.Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// ReadFile reads a configuration file; a missing one is an error saying "not found".
+func ReadFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("configuration file %s: not found", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	return data, nil
 }
 
 // CompileFile compiles a configuration file on its own, at version 0, with the API keys it

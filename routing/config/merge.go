@@ -48,7 +48,7 @@ func (v *Validator) ApplySettings(cfg *configv1.Config, patch *configv1.RouterSe
 		next = proto.CloneOf(cfg)
 	}
 	next.RouterSettings = merged
-	if err := v.Config(next); err != nil {
+	if err := v.Stored(next); err != nil { // cfg is the stored configuration (Validator.Stored)
 		var ve *ValidationError
 		if errors.As(err, &ve) {
 			for i := range ve.Errors {

@@ -63,7 +63,16 @@ func NewValidator() (*Validator, error) {
 
 // Config validates a whole configuration. It returns a *ValidationError naming every
 // invalid field, or nil.
-func (v *Validator) Config(cfg *configv1.Config) error {
+func (v *Validator) Config(cfg *configv1.Config) error { return v.config(cfg, true) }
+
+// Stored validates a configuration read from the store, or one an admin write is about to
+// store, as Config does but without the per-deployment endpoint rules (checkDeployment):
+// a stored deployment that breaks them (written by an older release, or straight into the
+// store) must not freeze every later version; xds leaves it out of the snapshot instead.
+// New deployments pass Message, which applies those rules.
+func (v *Validator) Stored(cfg *configv1.Config) error { return v.config(cfg, false) }
+
+func (v *Validator) config(cfg *configv1.Config, endpoints bool) error {
 	ve := &ValidationError{}
 	v.schema(ve, "", cfg)
 	checkSettings(ve, cfg.GetRouterSettings())
@@ -76,6 +85,9 @@ func (v *Validator) Config(cfg *configv1.Config) error {
 			ve.add(path+".id", "duplicate deployment id %q (also deployments[%d])", d.GetId(), j)
 		}
 		ids[d.GetId()] = i
+		if endpoints {
+			checkDeployment(ve, path, d)
+		}
 		checkOverrides(ve, path+".executionPolicyOverrides", d.GetExecutionPolicyOverrides(), global)
 	}
 	chains := make(map[string]int)
@@ -104,8 +116,11 @@ func (v *Validator) Config(cfg *configv1.Config) error {
 func (v *Validator) Message(prefix string, m proto.Message) error {
 	ve := &ValidationError{}
 	v.schema(ve, prefix, m)
-	if rs, ok := m.(*configv1.RouterSettings); ok {
-		checkSettingsWithPrefix(ve, prefix, rs)
+	switch m := m.(type) {
+	case *configv1.RouterSettings:
+		checkSettingsWithPrefix(ve, prefix, m)
+	case *configv1.Deployment:
+		checkDeployment(ve, prefix, m)
 	}
 	if len(ve.Errors) > 0 {
 		return ve

@@ -31,6 +31,15 @@ func ParseFile(name string, data []byte) (*configv1.Config, error) {
 
 // ParseYAML decodes the YAML form of a configuration.
 func ParseYAML(data []byte) (*configv1.Config, error) {
+	j, err := yamlToJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJSON(j)
+}
+
+// yamlToJSON is a YAML configuration's JSON form.
+func yamlToJSON(data []byte) ([]byte, error) {
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("decoding configuration: %w", err)
@@ -46,7 +55,21 @@ func ParseYAML(data []byte) (*configv1.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoding configuration: %w", err)
 	}
-	return ParseJSON(j)
+	return j, nil
+}
+
+// fileJSON is a configuration file's JSON form, chosen as ParseFile chooses.
+func fileJSON(name string, data []byte) ([]byte, error) {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".json":
+		return data, nil
+	case ".yaml", ".yml":
+		return yamlToJSON(data)
+	}
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+		return data, nil
+	}
+	return yamlToJSON(data)
 }
 
 // jsonable turns yaml.v3's mappings with non-string keys (map[any]any) into JSON objects,
