@@ -1,6 +1,6 @@
 // Package admin serves switchyard's operator HTTP endpoints: liveness, readiness and metrics
 // (Handler, for the operator listener, which kubelet and Prometheus reach); and the admin
-// API of SPEC §11 with the deployment status report of SPEC §10.3 (NewAPI, for the admin
+// API of behaviour §11 with the deployment status report of behaviour §10.3 (NewAPI, for the admin
 // listener, behind the master key).
 package admin
 
@@ -67,7 +67,7 @@ type statusView struct {
 	NotPublished string `json:"not_published,omitempty"`
 }
 
-// statusHandler serves the deployment status report of SPEC §10.3 (authentication is the
+// statusHandler serves the deployment status report of behaviour §10.3 (authentication is the
 // caller's); omitted (nil: none) marks deployments without a cluster.
 func statusHandler(r *routing.Router, omitted func() map[string]string, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {

@@ -56,7 +56,7 @@ func TestReadinessReflectsChecks(t *testing.T) {
 	}
 }
 
-// SPEC §10.3 over HTTP: a deployment switched off by its kill switch is reported disabled,
+// behaviour §10.3 over HTTP: a deployment switched off by its kill switch is reported disabled,
 // never available; each deployment shows its circuit and its attempts in flight.
 func TestDeploymentStatusReportsDisabled(t *testing.T) {
 	cfg := &configv1.Config{Deployments: []*configv1.Deployment{

@@ -14,7 +14,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
-// APIOptions configure the admin API (SPEC §11), served on its own listener.
+// APIOptions configure the admin API (behaviour §11), served on its own listener.
 type APIOptions struct {
 	// MasterKey guards every endpoint (Authorization: Bearer <key>, constant-time compare).
 	// Empty: every request answers 401, never open access.
@@ -26,7 +26,7 @@ type APIOptions struct {
 	// ClientKeys stores the client API keys; nil leaves /admin/client-keys unrouted.
 	ClientKeys store.ClientKeys
 	// Router serves GET /v1/models and the status view GET /v1/models/{model}/deployments
-	// (SPEC §10.3) from the configuration in force; nil leaves them unrouted.
+	// (behaviour §10.3) from the configuration in force; nil leaves them unrouted.
 	Router *routing.Router
 	// Gate refuses configuration writes while the store is behind the configuration in force
 	// (config.Guard); nil refuses none.
@@ -60,7 +60,7 @@ type api struct {
 // traffic is far below this.
 const writeAttempts = 16
 
-// NewAPI returns the admin API handler: configuration CRUD under /admin (SPEC §11), client
+// NewAPI returns the admin API handler: configuration CRUD under /admin (behaviour §11), client
 // keys, GET /v1/models and the status view, all behind the master key.
 func NewAPI(opts APIOptions) (http.Handler, error) {
 	if opts.Config == nil || opts.Validator == nil {
@@ -115,7 +115,7 @@ func badField(field, msg string) *apiError {
 }
 
 // answer writes err: an *apiError as itself, a *config.ValidationError as 400 naming every
-// field (SPEC §11.1), anything else as 503 (the store failed; logged, not shown).
+// field (behaviour §11.1), anything else as 503 (the store failed; logged, not shown).
 func (a *api) answer(w http.ResponseWriter, req *http.Request, err error) {
 	var ae *apiError
 	var ve *config.ValidationError

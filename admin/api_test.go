@@ -15,7 +15,7 @@ import (
 const deploymentBody = `{"id":"d2","publicModel":"gpt-4o","provider":"openai","baseUrl":"https://api.openai.com",
 	"providerModel":"gpt-4o","apiKey":"sk-live-SECRET-0002","weight":2}`
 
-// SPEC §11.1: a partial PUT keeps the omitted fields, GET shows the effective settings, bad
+// behaviour §11.1: a partial PUT keeps the omitted fields, GET shows the effective settings, bad
 // values are a 400 naming the field; the change reaches the other replica.
 func TestRouterSettings(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, replica func() store.Store) {
@@ -58,7 +58,7 @@ func TestRouterSettings(t *testing.T) {
 	})
 }
 
-// SPEC §11.2, §11.3: deployments are created, listed, changed and deleted; the key is
+// behaviour §11.2, §11.3: deployments are created, listed, changed and deleted; the key is
 // write-only (apiKeySet instead; kept by a PUT without it; never in an answer or a log).
 func TestDeploymentsCRUDAndWriteOnlyKeys(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, replica func() store.Store) {
@@ -202,7 +202,7 @@ func TestConcurrentWritesAreNotLost(t *testing.T) {
 	})
 }
 
-// SPEC §1.2: kill switches for deployments and chains; fallback chain and model policy CRUD.
+// behaviour §1.2: kill switches for deployments and chains; fallback chain and model policy CRUD.
 func TestKillSwitchesChainsPolicies(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, replica func() store.Store) {
 		e := newEnv(t, replica)

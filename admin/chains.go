@@ -10,7 +10,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
-// routeChains: CRUD of fallback chains, keyed by (publicModel, reason) (SPEC §7.6, §11.2),
+// routeChains: CRUD of fallback chains, keyed by (publicModel, reason) (behaviour §7.6, §11.2),
 // and their kill switch. A public model with a '/' is sent percent-encoded (%2F) in a path.
 func (a *api) routeChains(mux *http.ServeMux) {
 	const one = "/admin/fallback-chains/{model}/{reason}"

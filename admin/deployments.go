@@ -11,8 +11,8 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
-// routeDeployments: CRUD of deployments (SPEC §1.3, §11.2) and their kill switch (SPEC §1.2).
-// A PUT replaces the whole deployment except its key: apiKey is write-only (SPEC §11.3), so
+// routeDeployments: CRUD of deployments (behaviour §1.3, §11.2) and their kill switch (behaviour §1.2).
+// A PUT replaces the whole deployment except its key: apiKey is write-only (behaviour §11.3), so
 // a body without one keeps the stored key and every answer shows apiKeySet instead.
 func (a *api) routeDeployments(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/deployments", func(w http.ResponseWriter, req *http.Request) {

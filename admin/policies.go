@@ -8,7 +8,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
-// routePolicies: the per-model policy (SPEC §7, §9.3), one per public model; a model
+// routePolicies: the per-model policy (behaviour §7, §9.3), one per public model; a model
 // without one has the defaults.
 func (a *api) routePolicies(mux *http.ServeMux) {
 	const one = "/admin/model-policies/{model}"

@@ -11,7 +11,7 @@ import (
 // routeSettings: GET /admin/router-settings returns the effective settings (defaults where
 // never set); PUT merges a partial body into the stored ones (omitted fields keep their
 // value, the executionPolicies matrix is replaced whole) and answers the new effective
-// settings (SPEC §11.1).
+// settings (behaviour §11.1).
 func (a *api) routeSettings(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/router-settings", func(w http.ResponseWriter, req *http.Request) {
 		a.read(w, req, func(snap store.ConfigSnapshot) (any, error) {

@@ -10,7 +10,7 @@ import (
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
 
-// apiKeySetField is the field a deployment's JSON carries instead of its key (SPEC §11.3:
+// apiKeySetField is the field a deployment's JSON carries instead of its key (behaviour §11.3:
 // credentials are write-only; a GET shows whether one is set).
 const apiKeySetField = "apiKeySet"
 

@@ -18,7 +18,7 @@ import (
 
 // Every write is a read-modify-write of the whole configuration: load it with its version,
 // apply the change to it, validate the whole result (the schema and the rules that span
-// objects, SPEC §6.3, §11.1) and store it with ReplaceConfigIf on the version read, a
+// objects, behaviour §6.3, §11.1) and store it with ReplaceConfigIf on the version read, a
 // compare-and-swap, so no write is ever lost or applied to a configuration it was not
 // validated against. The version is the configuration's ETag: a write with If-Match on a
 // version that is no longer current answers 412 and changes nothing; a write without
@@ -169,7 +169,7 @@ func relabel(err error, path string) error {
 // maxBody bounds a request body: a whole configuration is far smaller.
 const maxBody = 1 << 20
 
-// decode reads a JSON object into m with protojson (the SPEC's camelCase names; an unknown
+// decode reads a JSON object into m with protojson (docs/behaviour.md's camelCase names; an unknown
 // field is a 400 naming it, never silently ignored). `apiKeySet`, which GET adds, is dropped
 // so a GET body can be edited and sent back. A non-string apiKey is refused without
 // repeating its value, which protojson's message would.

@@ -17,7 +17,7 @@ import (
 // hold no state and take no decisions, so each is table-tested at the protobuf level.
 
 // MetadataNamespace is the dynamic-metadata namespace the roles share within one pass
-// (DESIGN.md: the route role writes the sealed state, attempt roles read it through
+// (docs/design.md: the route role writes the sealed state, attempt roles read it through
 // metadata_options.forwarding_namespaces).
 const MetadataNamespace = "switchyard"
 

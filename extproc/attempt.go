@@ -391,7 +391,7 @@ func (p *attemptProcessor) onResponseBody(ctx context.Context, b *extprocv3.Http
 		}
 		if len(p.held) > p.s.opts.MaxResponseHold && !p.overHold {
 			if p.status < 300 && p.broken == nil {
-				// Too large to hold: it passes through unmodified (SPEC §8.1 for large bodies).
+				// Too large to hold: it passes through unmodified (behaviour §8.1 for large bodies).
 				if err := p.stream.Send(continueResponseHeaders(p.clientHeaders())); err != nil {
 					return err
 				}
@@ -546,7 +546,7 @@ func (p *attemptProcessor) finish(res routing.Result) store.Transition {
 	return p.s.finishAttempt(context.Background(), p.requestID, &p.req, p.dep, p.attemptID, res)
 }
 
-// transitionName names what an outcome did to the circuits, for the route reason (SPEC §10.2).
+// transitionName names what an outcome did to the circuits, for the route reason (behaviour §10.2).
 func transitionName(t store.Transition) string {
 	switch {
 	case t.Quarantined:

@@ -14,7 +14,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
-// A streamed response (SPEC §8) through the attempt role. The response headers are held
+// A streamed response (behaviour §8) through the attempt role. The response headers are held
 // while the body is read frame by frame (Envoy's chunks do not align with SSE events), until
 // the first frame that commits output. Before that, any failure — an in-band error, a stall
 // longer than idleMs, the deadline, a cut — becomes the 307 back to the route role and the
@@ -89,7 +89,7 @@ func (p *attemptProcessor) timerC() <-chan time.Time {
 }
 
 // onTimer handles the stream timer: a stall longer than idleMs (any byte counts, keepalives
-// included, SPEC §6.1) or the deadline.
+// included, behaviour §6.1) or the deadline.
 func (p *attemptProcessor) onTimer() error {
 	s := p.sse
 	s.timer = nil
@@ -196,7 +196,7 @@ func (p *attemptProcessor) inBandOutcome(ev *sse.Event) failure.Outcome {
 	return o
 }
 
-// endStream judges a stream whose upstream body ended (SPEC §8.4) and ends the client's.
+// endStream judges a stream whose upstream body ended (behaviour §8.4) and ends the client's.
 func (p *attemptProcessor) endStream() error {
 	s := p.sse
 	done := s.cls.End()
@@ -268,7 +268,7 @@ func (p *attemptProcessor) failStream(c failure.Classification) error {
 }
 
 // endCommitted closes a committed stream that failed: the error event, then a clean end.
-// Nothing is retried after the commit (SPEC §8.2, §12.1).
+// Nothing is retried after the commit (behaviour §8.2, §12.1).
 func (p *attemptProcessor) endCommitted(c failure.Classification, info stream.ErrorInfo) error {
 	s := p.sse
 	if err := p.commit(); err != nil {
@@ -286,7 +286,7 @@ func (p *attemptProcessor) endCommitted(c failure.Classification, info stream.Er
 
 func (p *attemptProcessor) finishStreamSuccess(done stream.Completion) {
 	s := p.sse
-	// Latency to the last upstream chunk (SPEC §3.3).
+	// Latency to the last upstream chunk (behaviour §3.3).
 	p.finishServed(s.lastByte.Sub(p.sentAt), done.Usage.Completion, done.Usage.Total, slog.Bool("stream", true),
 		slog.Int64("ttft_ms", s.firstOutput.Sub(p.sentAt).Milliseconds()), slog.String("finish_reason", done.FinishReason),
 		slog.Any("anomalies", done.Anomalies))

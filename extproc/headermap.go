@@ -12,13 +12,13 @@ import (
 // Headers switchyard itself reads or writes.
 const (
 	// HeaderState carries the sealed attempt state across passes, on the 307 and in the
-	// redirected request (DESIGN.md).
+	// redirected request (docs/design.md).
 	HeaderState = "x-switchyard-state"
 	// HeaderCluster is the route's cluster_header.
 	HeaderCluster = "x-switchyard-cluster"
 	// HeaderRole is the gRPC initial metadata naming the role of a filter instance.
 	HeaderRole = "x-switchyard-role"
-	// HeaderRoutingMetadata asks for the unified_routing object (SPEC §10.1).
+	// HeaderRoutingMetadata asks for the unified_routing object (behaviour §10.1).
 	HeaderRoutingMetadata = "x-unified-routing-metadata"
 	// HeaderTransport tells the trampoline what the attempt role of the trampoline attempt
 	// knows about the transport failure.

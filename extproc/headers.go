@@ -7,7 +7,7 @@ import (
 )
 
 // The client's original headers in the state: the redirected request is built from the
-// headers as shipped to the previous upstream (DESIGN.md, "Attempt state"), after the attempt
+// headers as shipped to the previous upstream (docs/design.md, "Attempt state"), after the attempt
 // role's rewrites and the route role's removals, so the route role puts these back on
 // re-entry. Absent and empty differ: a header the client did not send is removed again.
 

@@ -14,7 +14,7 @@ import (
 
 // Metrics are the data plane's Prometheus metrics. Names and labels follow the OpenTelemetry
 // GenAI semantic conventions where they exist (gen_ai_*), switchyard_* for the rest
-// (SPEC §10.4). A nil *Metrics records nothing.
+// (behaviour §10.4). A nil *Metrics records nothing.
 type Metrics struct {
 	duration     *prometheus.HistogramVec
 	tokens       *prometheus.HistogramVec
@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gen_ai_client_operation_duration_seconds",
-			Help:    "Duration of upstream attempts, from the request going out to the end of the response (SPEC §3.3).",
+			Help:    "Duration of upstream attempts, from the request going out to the end of the response (behaviour §3.3).",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
 		}, []string{"gen_ai_request_model", "gen_ai_provider_name", "switchyard_deployment", "error_type"}),
 		tokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{

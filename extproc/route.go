@@ -237,7 +237,7 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 		}
 		select {
 		case <-ctx.Done():
-			// SPEC §12.3: the client went away during the wait; nothing was started.
+			// behaviour §12.3: the client went away during the wait; nothing was started.
 			p.s.log.Info("request cancelled during a retry wait", "request", p.requestID, "deployment", d.Deployment.ID)
 			p.s.router.Unreserve(ctx, &d)
 			return ctx.Err()

@@ -16,7 +16,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing"
 )
 
-// The sealed attempt state (DESIGN.md, "Attempt state") travels through Envoy as dynamic
+// The sealed attempt state (docs/design.md, "Attempt state") travels through Envoy as dynamic
 // metadata and as the x-switchyard-state header, where a client can see it and forge it. It is
 // sealed with AES-256-GCM under keys shared by the replicas, so that any replica can open what
 // another sealed, and nobody else can read or change it:

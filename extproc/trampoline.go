@@ -14,7 +14,7 @@ import (
 // TrampolinePath is where the attempt role of a trampoline attempt sends the request.
 const TrampolinePath = "/switchyard/trampoline"
 
-// The trampoline is the priority-1 endpoint of every deployment cluster (DESIGN.md). When a
+// The trampoline is the priority-1 endpoint of every deployment cluster (docs/design.md). When a
 // provider attempt fails below HTTP — connection refused, a reset or a per-try timeout before
 // response headers — Envoy retries it here (retry_on connect-failure,reset,refused-stream
 // with previous_priorities). The trampoline attempt's attempt role forwards the pass's state

@@ -11,7 +11,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
-// unifiedRouting is the object SPEC §10.1 adds to a response when the client sent
+// unifiedRouting is the object behaviour §10.1 adds to a response when the client sent
 // x-unified-routing-metadata: true.
 type unifiedRouting struct {
 	Strategy     string          `json:"strategy"`

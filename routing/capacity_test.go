@@ -9,7 +9,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing"
 )
 
-// SPEC §7.2: a 429 on the only failure domain is waited out when its capacity circuit reopens
+// behaviour §7.2: a 429 on the only failure domain is waited out when its capacity circuit reopens
 // within 60 s and a meaningful attempt still fits; otherwise the request stops with 429 and
 // the Retry-After is when the circuit really reopens, not what the provider said.
 func TestThrottleOnTheOnlyDomainWaitsForItsCapacityCircuit(t *testing.T) {

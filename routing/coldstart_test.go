@@ -23,7 +23,7 @@ func TestColdStartRanksAtTheMedian(t *testing.T) {
 }
 
 // At the median the unmeasured deployment ties with the measured one of a pair, and the tie
-// is broken by the weighted draw (SPEC §2.2).
+// is broken by the weighted draw (behaviour §2.2).
 func TestColdStartTieIsTheWeightedDraw(t *testing.T) {
 	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
 		e := newEnv(cfgOf(settings(strategy("latency-based")), dep("known", "m", weight(1)), dep("new", "m", weight(3))))

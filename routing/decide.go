@@ -23,7 +23,7 @@ type scratch struct {
 	// (cold-start median, see lowest).
 	scores, vals []float64
 	// disabled counts deployments switched off by their kill switch; drained those left out
-	// because their weight is 0 under a weight-drawn strategy (SPEC §2).
+	// because their weight is 0 under a weight-drawn strategy (behaviour §2).
 	disabled, drained int
 	// prior are the skips the request recorded before this decision (History.Skips), so a
 	// skip is recorded once.
@@ -58,8 +58,8 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 	if last != nil {
 		switch last.Class {
 		case failure.ClassRequest:
-			// Another deployment of the same model would refuse it too (SPEC §7.3); only a
-			// dedicated context-window or content-policy chain may take it (SPEC §7.6).
+			// Another deployment of the same model would refuse it too (behaviour §7.3); only a
+			// dedicated context-window or content-policy chain may take it (behaviour §7.6).
 			rs, ok := refusalReason(last.Kind)
 			if !ok || !snap.Policy(req.Model).CrossModelFallbackAllowed || chainFor(snap, rs, last.Model, req.Model) == nil {
 				return stopWith(d, upstreamStop(last))
@@ -74,7 +74,7 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 
 	s := r.scratch.Get().(*scratch)
 	defer r.putScratch(s)
-	// SPEC §6.4 counts upstream attempts: incompatibilities the gateway found itself do not
+	// behaviour §6.4 counts upstream attempts: incompatibilities the gateway found itself do not
 	// spend the budget.
 	if h.asked() >= global.MaxAttempts {
 		return stopWith(d, r.spent(ctx, snap, req, h, now, left, s, &d, h.FinalStop()))
@@ -85,7 +85,7 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 	r.survey(ctx, snap, req, h, now, left, s, &d)
 	r.hopOrder(snap, req, last, s)
 
-	// First pass: a deployment nobody tried in this request, at once (SPEC §7.1).
+	// First pass: a deployment nobody tried in this request, at once (behaviour §7.1).
 	for _, hi := range s.order {
 		if c := r.choose(ctx, snap, req, now, s, hi, func(c *candidate) bool {
 			return !c.tried && c.block.usable() && c.window >= MinAttemptTime
@@ -93,16 +93,16 @@ func (r *Router) Decide(ctx context.Context, req *Request, h *History) Decision 
 			return r.attempt(d, snap, req, last, c, 0)
 		}
 	}
-	// Reuse: ask a deployment again after the backoff (SPEC §7.2), or after its failure
+	// Reuse: ask a deployment again after the backoff (behaviour §7.2), or after its failure
 	// domain's capacity circuit reopens, if the wait fits.
 	for _, hi := range s.order {
 		if c := r.reusable(ctx, snap, req, h, now, s, hi, false, &d); c != nil {
 			return r.attempt(d, snap, req, last, c, r.waitBefore(snap, h, c, now, r.rand.Float64(), false))
 		}
 	}
-	// Every circuit open: seed 001's "try the full list anyway", opt-in (SPEC §7.5). A
+	// Every circuit open: seed 001's "try the full list anyway", opt-in (behaviour §7.5). A
 	// half-open probe owned by another request is not a circuit to ignore: exactly one
-	// request holds it (SPEC §5.4).
+	// request holds it (behaviour §5.4).
 	if snap.Settings.WhenAllOpen == config.WhenAllOpenTry {
 		for _, hi := range s.order {
 			if c := r.choose(ctx, snap, req, now, s, hi, func(c *candidate) bool {
@@ -127,7 +127,7 @@ func (r *Router) putScratch(s *scratch) {
 }
 
 // survey plans the hops and reads and assesses the live state of every candidate, in one
-// store call (SPEC §3).
+// store call (behaviour §3).
 func (r *Router) survey(ctx context.Context, snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, s *scratch, d *Decision) {
 	r.plan(snap, req, h, now, left, s, d)
 	n := len(s.cands)
@@ -137,7 +137,7 @@ func (r *Router) survey(ctx context.Context, snap *config.Snapshot, req *Request
 	s.states = slices.Grow(s.states[:0], n)[:n]
 	if err := r.store.ReadStates(ctx, now, s.refs, s.states); err != nil {
 		// Routing must not fail because the shared store did: use neutral state (every
-		// circuit closed, no metrics) and say so (DESIGN.md, "Store").
+		// circuit closed, no metrics) and say so (docs/design.md, "Store").
 		clear(s.states)
 		d.Degraded = true
 		r.log.Warn("reading routing state failed; deciding on neutral state", "err", err)
@@ -165,7 +165,7 @@ func (r *Router) spent(ctx context.Context, snap *config.Snapshot, req *Request,
 // reusable picks a deployment already tried in this request whose last failure allows asking
 // it again and whose wait still fits before its deadline. A deployment whose only blocker is
 // its failure domain's capacity circuit, reopening within RetryAfterLimit, is waited for
-// (SPEC §7.2). ignoreCircuits is whenAllOpen "try".
+// (behaviour §7.2). ignoreCircuits is whenAllOpen "try".
 func (r *Router) reusable(ctx context.Context, snap *config.Snapshot, req *Request, h *History, now time.Time, s *scratch, hi int, ignoreCircuits bool, d *Decision) *candidate {
 	return r.choose(ctx, snap, req, now, s, hi, func(c *candidate) bool {
 		if !c.tried || !c.reusable {
@@ -204,7 +204,7 @@ func (r *Router) choose(ctx context.Context, snap *config.Snapshot, req *Request
 	for len(s.idx) > 0 {
 		pos, how := 0, PickSingle
 		if !single {
-			// A group of one skips selection entirely (SPEC §2.1).
+			// A group of one skips selection entirely (behaviour §2.1).
 			pos, how = pick(snap.Settings.Strategy, s, r.rand)
 		}
 		i := s.idx[pos]
@@ -290,7 +290,7 @@ func (r *Router) reserve(ctx context.Context, req *Request, now time.Time, c *ca
 
 // lostProbe re-reads candidate i after another request won its probe, so that this request
 // treats it exactly like one arriving a moment later: blocked until the owner's probe ends
-// (SPEC §5.4), which a stop reports as Retry-After (SPEC §7.5).
+// (behaviour §5.4), which a stop reports as Retry-After (behaviour §7.5).
 func (r *Router) lostProbe(ctx context.Context, now time.Time, s *scratch, i int, ttl time.Duration) {
 	c := &s.cands[i]
 	if err := r.store.ReadStates(ctx, now, s.refs[i:i+1], s.states[i:i+1]); err == nil {
@@ -327,7 +327,7 @@ func (r *Router) attempt(d Decision, snap *config.Snapshot, req *Request, last *
 	return d
 }
 
-// waitBefore is the wait before asking c again (SPEC §7.2): 0.5 s doubling with every reuse
+// waitBefore is the wait before asking c again (behaviour §7.2): 0.5 s doubling with every reuse
 // of that deployment up to 8 s, never less than retryAfterSeconds nor the provider's
 // Retry-After (honoured up to 60 s), plus jitter × 25%; and, unless circuits are ignored,
 // never before its failure domain's capacity circuit reopens.
@@ -341,7 +341,7 @@ func (r *Router) waitBefore(snap *config.Snapshot, h *History, c *candidate, now
 }
 
 func baseReuseWait(snap *config.Snapshot, h *History, id string) time.Duration {
-	// The backoff doubles per upstream: the k-th reuse of this deployment (SPEC §7.2).
+	// The backoff doubles per upstream: the k-th reuse of this deployment (behaviour §7.2).
 	k := max(h.askedOn(id)-1, 0)
 	w := BackoffBase << min(k, 5)
 	w = min(w, BackoffMax)

@@ -18,7 +18,7 @@ const (
 	ActionStop
 )
 
-// Move names the kind of step an attempt is (SPEC §7.7).
+// Move names the kind of step an attempt is (behaviour §7.7).
 type Move uint8
 
 const (
@@ -51,7 +51,7 @@ type Decision struct {
 	Reason config.Reason
 	// ReasonFrom is the model whose refusal chose a context-window or content-policy chain.
 	ReasonFrom string
-	// Wait before sending the attempt (SPEC §7.2).
+	// Wait before sending the attempt (behaviour §7.2).
 	Wait time.Duration
 	// Policy is the execution policy for this attempt (global, lowered by the deployment's
 	// overrides).
@@ -61,11 +61,11 @@ type Decision struct {
 	// ResponseTimeout is the time this attempt may take to answer (JSON: whole response;
 	// stream: headers), already cut to what is left before the deadline after the wait.
 	ResponseTimeout time.Duration
-	// Pick says how the deployment was chosen (SPEC §10.1).
+	// Pick says how the deployment was chosen (behaviour §10.1).
 	Pick Pick
-	// Probe: this attempt owns the deployment's half-open probe (SPEC §5.4).
+	// Probe: this attempt owns the deployment's half-open probe (behaviour §5.4).
 	Probe bool
-	// AllOpenTry: every circuit was open and whenAllOpen "try" ignored them (SPEC §7.5).
+	// AllOpenTry: every circuit was open and whenAllOpen "try" ignored them (behaviour §7.5).
 	AllOpenTry bool
 	// Skips found by this decision, to append to the History.
 	Skips []Skip
@@ -94,7 +94,7 @@ type StopError struct {
 	Kind    failure.Kind
 	// RetryAfter, when positive, is sent as the Retry-After header.
 	RetryAfter time.Duration
-	// Upstream: Status and Message are what the last upstream said (SPEC §7.4).
+	// Upstream: Status and Message are what the last upstream said (behaviour §7.4).
 	Upstream bool
 }
 
@@ -102,11 +102,11 @@ type StopError struct {
 func (e *StopError) Error() string { return e.Code + ": " + e.Message }
 
 // MinAttemptTime is the least time left before the deadline that still makes an attempt
-// worth sending (SPEC §6.4: stop when the remaining time cannot fit another meaningful
+// worth sending (behaviour §6.4: stop when the remaining time cannot fit another meaningful
 // attempt). One second covers a connection and a provider's fast failure.
 const MinAttemptTime = time.Second
 
-// Backoff bounds of SPEC §7.2 (the official SDKs' values).
+// Backoff bounds of behaviour §7.2 (the official SDKs' values).
 const (
 	BackoffBase     = 500 * time.Millisecond
 	BackoffMax      = 8 * time.Second

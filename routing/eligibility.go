@@ -7,25 +7,25 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
-// blocker says whether a candidate can take an attempt now, and if not, why (SPEC §4.1, §5).
+// blocker says whether a candidate can take an attempt now, and if not, why (behaviour §4.1, §5).
 type blocker uint8
 
 const (
 	eligible blocker = iota
-	// needsProbe: half-open; usable only by the request that wins the probe (SPEC §5.4).
+	// needsProbe: half-open; usable only by the request that wins the probe (behaviour §5.4).
 	needsProbe
 	// blockedCooldown: the circuit is open after transient failures.
 	blockedCooldown
-	// blockedProbe: another request owns the half-open probe (SPEC §5.4). No mode, not even
+	// blockedProbe: another request owns the half-open probe (behaviour §5.4). No mode, not even
 	// whenAllOpen "try", admits it: exactly one request may hold a probe.
 	blockedProbe
-	// blockedQuarantine: the circuit is open after a configuration failure (SPEC §5.6).
+	// blockedQuarantine: the circuit is open after a configuration failure (behaviour §5.6).
 	blockedQuarantine
-	// blockedCapacity: the failure domain is rate limited (SPEC §4.3, §5.7).
+	// blockedCapacity: the failure domain is rate limited (behaviour §4.3, §5.7).
 	blockedCapacity
-	// blockedQuota: the failure domain's quota is exhausted (SPEC §7.3).
+	// blockedQuota: the failure domain's quota is exhausted (behaviour §7.3).
 	blockedQuota
-	// blockedLimit: at or over rpmLimit or tpmLimit this minute (SPEC §4.1).
+	// blockedLimit: at or over rpmLimit or tpmLimit this minute (behaviour §4.1).
 	blockedLimit
 )
 
@@ -33,7 +33,7 @@ const (
 func (b blocker) usable() bool { return b == eligible || b == needsProbe }
 
 // byCircuit reports whether only a circuit keeps the candidate out, which whenAllOpen "try"
-// ignores (SPEC §7.5). Configuration quarantines, exhausted quotas, hard limits and a probe
+// ignores (behaviour §7.5). Configuration quarantines, exhausted quotas, hard limits and a probe
 // owned by another request stay.
 func (b blocker) byCircuit() bool { return b == blockedCooldown || b == blockedCapacity }
 
@@ -65,7 +65,7 @@ func assess(c *candidate, now time.Time) {
 		return
 	}
 	if overLimit(c.dep, &st.Metrics) {
-		// Skipped for this attempt, not cooled down (SPEC §4.1); the counters reset with the
+		// Skipped for this attempt, not cooled down (behaviour §4.1); the counters reset with the
 		// next minute.
 		c.block = blockedLimit
 		c.untilAvailable = nextMinute(now).UnixNano()

@@ -117,7 +117,7 @@ func TestFailureDomainThrottle(t *testing.T) {
 	if got := e.counts("m", 200); got["a1"]+got["a2"] != 0 {
 		t.Fatalf("a 429 on a1 left its failure domain usable: %v", got)
 	}
-	// No health penalty, no failure count (SPEC §5.7).
+	// No health penalty, no failure count (behaviour §5.7).
 	if st := e.state("a1"); st.Metrics.Failures != 0 || st.Circuit.Failures != 0 {
 		t.Fatalf("throttle penalised a1: %+v", st)
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // StartAttempt records that an attempt on d begins now: in flight until it finishes or its
-// deadline (plus a grace period) passes (SPEC §3.1), and one more request this minute
-// (SPEC §3.2) unless the decision already counted it (reserved, its Decision.Reserved).
+// deadline (plus a grace period) passes (behaviour §3.1), and one more request this minute
+// (behaviour §3.2) unless the decision already counted it (reserved, its Decision.Reserved).
 // attemptID must be unique per attempt. It records even when ctx is cancelled (see record).
 func (r *Router) StartAttempt(ctx context.Context, d *config.Deployment, attemptID string, deadline time.Time, reserved store.ReservedTokens) error {
 	ctx, cancel := r.record(ctx)
@@ -63,12 +63,12 @@ func (r *Router) record(ctx context.Context) (context.Context, context.CancelFun
 type Result struct {
 	// Started is when the attempt started (Router.Now just before StartAttempt). A failure of
 	// an attempt that started before the circuit's last transition (a probe closing it, its
-	// opening, the end of its cooldown) changes nothing (SPEC §5.5). Zero means unknown: the
+	// opening, the end of its cooldown) changes nothing (behaviour §5.5). Zero means unknown: the
 	// failure then counts as if the attempt had started after the transition.
 	Started        time.Time
 	Classification failure.Classification
 	// Latency: from just before the upstream call until the upstream finished responding;
-	// for streams, the last upstream chunk (SPEC §3.3).
+	// for streams, the last upstream chunk (behaviour §3.3).
 	Latency          time.Duration
 	CompletionTokens int64
 	TotalTokens      int64
@@ -78,7 +78,7 @@ type Result struct {
 }
 
 // FinishAttempt ends an attempt on d of request req: it releases the in-flight entry and
-// applies the outcome's effect to metrics and circuits (SPEC §3, §5, §7.3). It must be called
+// applies the outcome's effect to metrics and circuits (behaviour §3, §5, §7.3). It must be called
 // exactly once per started attempt, whatever the outcome, cancels included; it records even
 // when ctx is cancelled (see record).
 func (r *Router) FinishAttempt(ctx context.Context, req *Request, d *config.Deployment, attemptID string, res Result) (store.Transition, error) {
@@ -117,7 +117,7 @@ func (r *Router) FinishAttempt(ctx context.Context, req *Request, d *config.Depl
 	return t, nil
 }
 
-// EffectOf maps a failure class to its effect on shared state (SPEC §7.3).
+// EffectOf maps a failure class to its effect on shared state (behaviour §7.3).
 func EffectOf(c failure.Classification) store.Effect {
 	switch c.Class {
 	case failure.ClassNone:

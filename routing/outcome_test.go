@@ -80,7 +80,7 @@ func TestAttemptRecordedAfterCancel(t *testing.T) {
 
 // TestLateFailureAfterRecoveryKeepsCircuitClosed: an attempt that started before the probe
 // closed the circuit fails afterwards; the router passes its start so the store can tell it
-// is late (SPEC §5.5), and the deployment stays available.
+// is late (behaviour §5.5), and the deployment stays available.
 func TestLateFailureAfterRecoveryKeepsCircuitClosed(t *testing.T) {
 	e := newEnv(t, cfgOf(settings(allowedFails(0)), dep("a", "m")))
 	slow := e.request("m")
@@ -121,7 +121,7 @@ func TestLateFailureAfterRecoveryKeepsCircuitClosed(t *testing.T) {
 
 // TestProbeFreedWhenOwnerEndsWithoutVerdict: the probe owner's attempt ends with a request
 // fault (no verdict on recovery); the next request probes at once instead of being told to
-// wait halfOpenProbeSeconds (SPEC §5.4).
+// wait halfOpenProbeSeconds (behaviour §5.4).
 func TestProbeFreedWhenOwnerEndsWithoutVerdict(t *testing.T) {
 	e := newEnv(t, cfgOf(settings(allowedFails(0)), dep("a", "m")))
 	opener := e.request("m")
@@ -147,7 +147,7 @@ func TestProbeFreedWhenOwnerEndsWithoutVerdict(t *testing.T) {
 
 // TestQuarantineStaysUnavailableAfterFailedProbe: a quarantined deployment whose probe fails
 // stays quarantined: the stop is still model_unavailable, and the next cooldown doubles the
-// quarantine's (SPEC §5.4, §5.6, §7.5).
+// quarantine's (behaviour §5.4, §5.6, §7.5).
 func TestQuarantineStaysUnavailableAfterFailedProbe(t *testing.T) {
 	e := newEnv(t, cfgOf(settings(func(rs *configv1.RouterSettings) { rs.ConfigurationCooldownSeconds = proto.Uint32(40) }), dep("a", "m")), withRand(fixedRand(0)))
 	first := e.request("m")

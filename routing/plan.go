@@ -7,7 +7,7 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
-// plan fills s with the hops of this decision and their candidates (SPEC §7.6, §9.2):
+// plan fills s with the hops of this decision and their candidates (behaviour §7.6, §9.2):
 // for the general reason the requested model then its general fallback chain; for a
 // context-window or content-policy refusal that reason's chain. Models that refused the
 // request are left out, and so are deployments that are switched off, drained (weight 0
@@ -64,7 +64,7 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now tim
 		}
 		if drains && dep.Weight == 0 {
 			// Weight 0 is never drawn by the weighted draw, and health-aware multiplies it
-			// away (SPEC §2): a drained deployment takes no traffic, failover included.
+			// away (behaviour §2): a drained deployment takes no traffic, failover included.
 			s.drained++
 			continue
 		}
@@ -94,7 +94,7 @@ func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now tim
 
 // reusableAfter reports whether a deployment may be asked again in the same request after
 // its last failure: transient failures and throttles may clear; a configuration fault, an
-// exhausted quota or an incompatibility will not (SPEC §7.3).
+// exhausted quota or an incompatibility will not (behaviour §7.3).
 func reusableAfter(a *Attempt) bool {
 	switch a.Class {
 	case failure.ClassTransient:
@@ -114,9 +114,9 @@ func recordSkip(prior []Skip, d *Decision, s Skip) {
 	d.Skips = append(d.Skips, s)
 }
 
-// hopOrder sets s.order: hops in plan order (failover before fallback, SPEC §7.7), unless the
+// hopOrder sets s.order: hops in plan order (failover before fallback, behaviour §7.7), unless the
 // requested model's policy turns sameModelFailoverFirst off, in which case after a failure
-// the hops after the failing model come first (SPEC §9.3).
+// the hops after the failing model come first (behaviour §9.3).
 func (r *Router) hopOrder(snap *config.Snapshot, req *Request, last *Attempt, s *scratch) {
 	s.order = s.order[:0]
 	start := 0

@@ -18,7 +18,7 @@ func whenAllOpen(mode string) func(*configv1.RouterSettings) {
 	return func(rs *configv1.RouterSettings) { rs.WhenAllOpen = proto.String(mode) }
 }
 
-// SPEC §5.4: exactly one request holds a half-open probe, whenAllOpen "try" included.
+// behaviour §5.4: exactly one request holds a half-open probe, whenAllOpen "try" included.
 func TestWhenAllOpenTryNeverTakesAnOwnedProbe(t *testing.T) {
 	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
 		e := newEnv(cfgOf(settings(allowedFails(0), whenAllOpen("try")), dep("a", "m")))
@@ -53,7 +53,7 @@ func (s rivalStore) AcquireProbe(ctx context.Context, deploymentID, requestID st
 }
 
 // A request that loses the probe race is answered like one that comes a moment later
-// (SPEC §7.5): 503 model_overloaded with the exact Retry-After of the rival's probe.
+// (behaviour §7.5): 503 model_overloaded with the exact Retry-After of the rival's probe.
 func TestLosingTheProbeRaceIsOverloadedWithRetryAfter(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestLosingTheProbeRaceIsOverloadedWithRetryAfter(t *testing.T) {
 	}
 }
 
-// SPEC §4.3: a deployment without failureDomain is its own domain; no configured value can
+// behaviour §4.3: a deployment without failureDomain is its own domain; no configured value can
 // name that domain.
 func TestImplicitFailureDomainCannotBeJoined(t *testing.T) {
 	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {

@@ -39,10 +39,10 @@ func (r *Request) Mode() config.Mode {
 	return config.ModeJSON
 }
 
-// Facts are the capability needs derived from the request body (SPEC §9.2). The dialect
+// Facts are the capability needs derived from the request body (behaviour §9.2). The dialect
 // parsers fill them; the router only compares them with what deployments declare.
 type Facts struct {
-	// API is the wire API of the request (a deployment must speak it, SPEC §9.2, §13.2).
+	// API is the wire API of the request (a deployment must speak it, behaviour §9.2, §13.2).
 	API               API
 	Tools             bool
 	ParallelToolCalls bool
@@ -69,7 +69,7 @@ const (
 
 // Speaks reports whether a provider of kind p serves requests in api as they are: OpenAI,
 // Azure OpenAI and OpenAI-compatible servers speak the OpenAI APIs, Anthropic its Messages.
-// Until requests are translated (SPEC §13.2) another API is a capability mismatch.
+// Until requests are translated (behaviour §13.2) another API is a capability mismatch.
 func Speaks(p failure.Provider, api API) bool {
 	switch api {
 	case APIOpenAI:
@@ -234,7 +234,7 @@ func skipped(skips []Skip, s Skip) bool {
 	return false
 }
 
-// asked counts the attempts that reached an upstream (SPEC §6.4): incompatibilities found by
+// asked counts the attempts that reached an upstream (behaviour §6.4): incompatibilities found by
 // the gateway itself spend no budget.
 func (h *History) asked() int {
 	n := 0
@@ -260,7 +260,7 @@ func (h *History) askedOn(id string) int {
 // Record appends the outcome of the attempt d decided: the attempt on d.Deployment with its
 // classification and latency, the fallback reason (and the model whose refusal chose it)
 // the next decision must keep following, and the skips d found. It is the one way to grow a
-// History, so no caller can drop the reason and break a context-window chain (SPEC §7.6).
+// History, so no caller can drop the reason and break a context-window chain (behaviour §7.6).
 // A stop decision records only its skips.
 func (h *History) Record(d *Decision, c failure.Classification, latency time.Duration) {
 	h.Skips = append(h.Skips, d.Skips...)

@@ -99,7 +99,7 @@ func TestAttemptBudget(t *testing.T) {
 	last.Status, last.Message = http.StatusBadGateway, "Bad gateway from provider."
 	e.run(req, h, e.mustAttempt(req, h), last)
 	st := e.mustStop(req, h)
-	// SPEC §7.4: the caller gets what the provider said last.
+	// behaviour §7.4: the caller gets what the provider said last.
 	if st.Status != http.StatusBadGateway || st.Message != "Bad gateway from provider." || !st.Upstream {
 		t.Fatalf("after maxAttempts: %+v, want the last upstream 502 and its message", st)
 	}
@@ -217,7 +217,7 @@ func TestIncompatibilityMovesOnWithoutPenalty(t *testing.T) {
 }
 
 // A deployment whose own totalMs override is spent is no candidate: no decision carries a
-// per-attempt timeout below MinAttemptTime (SPEC §6.3, §6.4).
+// per-attempt timeout below MinAttemptTime (behaviour §6.3, §6.4).
 func TestSpentDeploymentTotalIsNoCandidate(t *testing.T) {
 	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
 		short := func(d *configv1.Deployment) {
@@ -248,7 +248,7 @@ func TestSpentDeploymentTotalIsNoCandidate(t *testing.T) {
 	})
 }
 
-// SPEC §6.4 counts upstream attempts: incompatibilities the gateway finds itself do not spend
+// behaviour §6.4 counts upstream attempts: incompatibilities the gateway finds itself do not spend
 // maxAttempts.
 func TestIncompatibilitiesSpendNoAttempt(t *testing.T) {
 	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
@@ -265,7 +265,7 @@ func TestIncompatibilitiesSpendNoAttempt(t *testing.T) {
 	})
 }
 
-// SPEC §7.2: the backoff doubles per upstream asked again, not per request.
+// behaviour §7.2: the backoff doubles per upstream asked again, not per request.
 func TestReuseBackoffDoublesPerUpstream(t *testing.T) {
 	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {
 		// least-busy steered by in-flight entries: a, b, then a, b, b again.
@@ -292,7 +292,7 @@ func TestReuseBackoffDoublesPerUpstream(t *testing.T) {
 }
 
 // History.Record keeps the fallback reason and the refusing model, so a context-window chain
-// that started on a fallback model survives a transient failure inside it (SPEC §7.6).
+// that started on a fallback model survives a transient failure inside it (behaviour §7.6).
 func TestRecordKeepsTheRefusalChain(t *testing.T) {
 	cfg := withChains(cfgOf(settings(textJSON(600_000, 1_800_000, 5), allowedFails(100)), dep("p", "primary"), dep("f", "fallback"), dep("big1", "big"), dep("big2", "big")),
 		chain("primary", "general", "fallback"), chain("fallback", "context_window", "big"))
@@ -313,7 +313,7 @@ func TestRecordKeepsTheRefusalChain(t *testing.T) {
 	}
 }
 
-// SPEC §7.4: a request whose budget is spent ends with what the last upstream said (b),
+// behaviour §7.4: a request whose budget is spent ends with what the last upstream said (b),
 // even when an incompatibility the gateway found itself was recorded after it.
 func TestSpentBudgetStopsWithTheLastUpstream(t *testing.T) {
 	onEachStore(t, func(t *testing.T, newEnv func(*configv1.Config, ...func(*routing.Options)) *env) {

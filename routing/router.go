@@ -8,40 +8,40 @@
 // Router.Decide takes the request's facts and what has happened so far (History: one record
 // per finished attempt) and returns a Decision:
 //
-//  1. Stop early when the last outcome ends the request: a request fault (SPEC §7.3) or a
+//  1. Stop early when the last outcome ends the request: a request fault (behaviour §7.3) or a
 //     cancel; a context-window or content-policy refusal switches to that reason's fallback
-//     chain instead when one exists (SPEC §7.6). Stop when the attempt budget (maxAttempts) is
-//     spent or the deadline (totalMs) leaves no room for a meaningful attempt (SPEC §6.4).
+//     chain instead when one exists (behaviour §7.6). Stop when the attempt budget (maxAttempts) is
+//     spent or the deadline (totalMs) leaves no room for a meaningful attempt (behaviour §6.4).
 //  2. Plan the hops: the public model, then its fallback chain for the current reason
-//     (SPEC §7.6), minus models that refused the request, unless the model's policy forbids
-//     cross-model fallback (SPEC §9.3). Deployments that cannot keep the request's capability
-//     contract are skipped and the skip is recorded (SPEC §9.2).
+//     (behaviour §7.6), minus models that refused the request, unless the model's policy forbids
+//     cross-model fallback (behaviour §9.3). Deployments that cannot keep the request's capability
+//     contract are skipped and the skip is recorded (behaviour §9.2).
 //  3. Read the live state of every candidate of every hop in one store call (one round trip,
-//     SPEC §3) and keep the eligible ones: enabled, circuit not open, failure domain not
-//     rate limited, under rpm/tpm limits (SPEC §4.1).
-//  4. First pass (SPEC §7.1): the first hop with an eligible deployment this request has not
-//     tried yet wins, at once. Failover comes before fallback (SPEC §7.7) because hops are in
-//     order. The strategy (SPEC §2) picks among that hop's untried eligible deployments;
+//     behaviour §3) and keep the eligible ones: enabled, circuit not open, failure domain not
+//     rate limited, under rpm/tpm limits (behaviour §4.1).
+//  4. First pass (behaviour §7.1): the first hop with an eligible deployment this request has not
+//     tried yet wins, at once. Failover comes before fallback (behaviour §7.7) because hops are in
+//     order. The strategy (behaviour §2) picks among that hop's untried eligible deployments;
 //     a pick with rpmLimit/tpmLimit must reserve its share of the minute (one request, the
 //     token estimate) in the store, atomically with the limit check, or is dropped as over
 //     its limits (behaviour §4.1: hard limits); a half-open pick must win the probe
-//     (SPEC §5.4) or is dropped. Capability, policy (the client key's allow-list) and limit
+//     (behaviour §5.4) or is dropped. Capability, policy (the client key's allow-list) and limit
 //     skips are recorded in the Decision (behaviour §9.2).
-//  5. Reuse (SPEC §7.2): otherwise a deployment already tried is asked again after a wait of
+//  5. Reuse (behaviour §7.2): otherwise a deployment already tried is asked again after a wait of
 //     0.5 s doubling (per deployment) to 8 s, floored by retryAfterSeconds and the provider's
 //     Retry-After (≤60 s), plus up to 25% jitter, and not before its failure domain's capacity
 //     circuit reopens (≤60 s), if the wait still leaves a meaningful attempt in the
 //     candidate's window (the deadline, or its deployment's lower totalMs).
 //  6. Nothing eligible: with whenAllOpen "try" the circuits (never a probe another request
 //     owns) are ignored for one more pass;
-//     otherwise stop with what the provider said last (SPEC §7.4), or, when no upstream was
+//     otherwise stop with what the provider said last (behaviour §7.4), or, when no upstream was
 //     asked, with 429 rate_limit_exceeded / 503 model_overloaded + Retry-After /
-//     503 model_unavailable (SPEC §4.2, §7.5).
+//     503 model_unavailable (behaviour §4.2, §7.5).
 //
 // The caller starts the attempt with StartAttempt (with the decision's reservation, or gives
 // the reservation back with Unreserve when it does not make the attempt), classifies its
 // outcome with package failure, records it with FinishAttempt (metrics and circuits,
-// SPEC §3, §5) and adds it to the History with History.Record.
+// behaviour §3, §5) and adds it to the History with History.Record.
 package routing
 
 import (

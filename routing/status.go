@@ -12,7 +12,7 @@ import (
 )
 
 // DeploymentStatus is one deployment as GET /v1/models/{model}/deployments reports it
-// (SPEC §10.3, §5.8).
+// (behaviour §10.3, §5.8).
 type DeploymentStatus struct {
 	ID      string `json:"id"`
 	Enabled bool   `json:"enabled"`
@@ -135,7 +135,7 @@ func circuitOf(d *config.Deployment, st *store.DeploymentState, now time.Time) s
 	return CircuitClosed
 }
 
-// report names a blocker as SPEC §5.8 states and a cause.
+// report names a blocker as behaviour §5.8 states and a cause.
 func (b blocker) report(st *store.DeploymentState) (state, cause string) {
 	switch b {
 	case needsProbe, blockedProbe:
@@ -147,7 +147,7 @@ func (b blocker) report(st *store.DeploymentState) (state, cause string) {
 	case blockedQuota:
 		return "rate_limited", "quota"
 	case blockedLimit:
-		// Over its own limits this minute (SPEC §4.1): skipped until the minute ends.
+		// Over its own limits this minute (behaviour §4.1): skipped until the minute ends.
 		return "rate_limited", "limit"
 	default:
 		return "available", ""

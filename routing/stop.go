@@ -8,10 +8,10 @@ import (
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
-// upstreamStop ends the request with what the provider said last (SPEC §7.4): its status and
+// upstreamStop ends the request with what the provider said last (behaviour §7.4): its status and
 // sanitised public message. Faults of our own configuration are not the client's business:
 // a deployment the provider rejects as misconfigured, or whose quota is gone, reads as
-// 503 model_unavailable (SPEC §7.5).
+// 503 model_unavailable (behaviour §7.5).
 func upstreamStop(last *Attempt) *StopError {
 	if last == nil {
 		return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "No deployment could take the request."}
@@ -46,7 +46,7 @@ func upstreamStop(last *Attempt) *StopError {
 }
 
 // FinalStop is what a request that can make no further attempt ends with: what the last
-// upstream said (SPEC §7.4), as Decide answers when the budget is spent. Callers that bound
+// upstream said (behaviour §7.4), as Decide answers when the budget is spent. Callers that bound
 // attempts by limits of their own (the ext_proc route role's internal-redirect budget) use it.
 func (h *History) FinalStop() *StopError { return upstreamStop(h.lastAsked()) }
 
@@ -64,7 +64,7 @@ func genericMessage(k failure.Kind) string {
 	}
 }
 
-// deadlineStop ends a request whose deadline leaves no room for another attempt (SPEC §6.4).
+// deadlineStop ends a request whose deadline leaves no room for another attempt (behaviour §6.4).
 func deadlineStop(last *Attempt) *StopError {
 	if last != nil {
 		return upstreamStop(last)
@@ -74,7 +74,7 @@ func deadlineStop(last *Attempt) *StopError {
 }
 
 // blockedStop ends a request for which no candidate is eligible. If an upstream was asked,
-// the client hears what it said (SPEC §7.4). Otherwise the blockers decide (SPEC §4.2, §7.5):
+// the client hears what it said (behaviour §7.4). Otherwise the blockers decide (behaviour §4.2, §7.5):
 // every candidate quarantined or out of quota → 503 model_unavailable; only rate limits and
 // capacity circuits → 429 rate_limit_exceeded; any cooling circuit → 503 model_overloaded.
 // Both carry the exact time until the first candidate is usable again as Retry-After.
@@ -116,7 +116,7 @@ func blockedStop(h *History, s *scratch, d *Decision, model string, now time.Tim
 		c := &s.cands[i]
 		switch c.block {
 		case blockedProbe:
-			// A quarantine's probe stays a quarantine for everyone else (SPEC §5.6).
+			// A quarantine's probe stays a quarantine for everyone else (behaviour §5.6).
 			if c.state.Circuit.Cause == store.CauseConfiguration {
 				misconfigured++
 				continue

@@ -19,25 +19,25 @@ type candidate struct {
 	// until is when a blocked candidate may be used again (zero when unknown or not blocked).
 	untilAvailable int64 // unix nanoseconds, to keep candidate small and comparable
 	// window is what an attempt on it may use: the time left before the request's deadline,
-	// or before the deployment's own lower totalMs (SPEC §6.3).
+	// or before the deployment's own lower totalMs (behaviour §6.3).
 	window   time.Duration
 	tried    bool
 	reusable bool
 }
 
 // Pick says how a decision's deployment was chosen, for logs and the unified_routing object
-// (SPEC §10.1). Decision.Probe and Decision.AllOpenTry add to it.
+// (behaviour §10.1). Decision.Probe and Decision.AllOpenTry add to it.
 type Pick uint8
 
 const (
 	// PickNone: no deployment was chosen (a stop).
 	PickNone Pick = iota
-	// PickSingle: the group has one deployment; selection never ran (SPEC §2.1).
+	// PickSingle: the group has one deployment; selection never ran (behaviour §2.1).
 	PickSingle
 	// PickStrategy: the routing strategy chose.
 	PickStrategy
 	// PickWeighted: a metric strategy had nothing to compare and fell back to the weighted
-	// draw (SPEC §2.2, §2.4).
+	// draw (behaviour §2.2, §2.4).
 	PickWeighted
 )
 
@@ -55,14 +55,14 @@ func (p Pick) String() string {
 }
 
 // drawsByWeight reports whether s draws by weight, so that weight 0 takes no traffic at all:
-// simple-shuffle never draws it and health-aware multiplies it away (SPEC §2). The metric
+// simple-shuffle never draws it and health-aware multiplies it away (behaviour §2). The metric
 // strategies ignore weight and only break ties with it.
 func drawsByWeight(s config.Strategy) bool {
 	return s == config.StrategySimpleShuffle || s == config.StrategyHealth
 }
 
 // pick chooses one of s.cands[s.idx[...]] with the strategy and returns its position in
-// s.idx (SPEC §2). s.idx must not be empty. It allocates nothing once s.vals has grown.
+// s.idx (behaviour §2). s.idx must not be empty. It allocates nothing once s.vals has grown.
 func pick(st config.Strategy, s *scratch, r Rand) (int, Pick) {
 	cs, idx := s.cands, s.idx
 	if len(idx) == 1 {
@@ -96,7 +96,7 @@ func pick(st config.Strategy, s *scratch, r Rand) (int, Pick) {
 // completed request yet) ranks at the neutral point, the median of the values known among
 // the candidates: it neither wins every decision (a deployment that never reports usage
 // would) nor starves. When no candidate has a value at all every one ties and the pick is
-// the weighted draw of SPEC §2.2. Ties are broken by a weighted draw among the tied.
+// the weighted draw of behaviour §2.2. Ties are broken by a weighted draw among the tied.
 func lowest(s *scratch, r Rand, score func(*candidate) (float64, bool)) (int, Pick) {
 	cs, idx := s.cands, s.idx
 	s.scores, s.vals = s.scores[:0], s.vals[:0]
@@ -136,7 +136,7 @@ func median(vs []float64) float64 {
 	return (vs[n/2-1] + vs[n/2]) / 2
 }
 
-// cheapest implements price-based (SPEC §2.4): it compares only when every candidate bills on
+// cheapest implements price-based (behaviour §2.4): it compares only when every candidate bills on
 // the same known basis; otherwise it falls back to the weighted draw rather than compare
 // numbers that mean different things.
 func cheapest(s *scratch, r Rand) (int, Pick) {
@@ -150,9 +150,9 @@ func cheapest(s *scratch, r Rand) (int, Pick) {
 	return lowest(s, r, func(c *candidate) (float64, bool) { return c.dep.Price.Rate, true })
 }
 
-// healthiest implements health-aware: highest successRate × weight (SPEC §2), with the
-// neutral 0.5 for deployments without data (SPEC §3.5). Weight-0 deployments never reach it
-// (drawsByWeight). With no data anywhere it is the weighted draw (SPEC §2.2).
+// healthiest implements health-aware: highest successRate × weight (behaviour §2), with the
+// neutral 0.5 for deployments without data (behaviour §3.5). Weight-0 deployments never reach it
+// (drawsByWeight). With no data anywhere it is the weighted draw (behaviour §2.2).
 func healthiest(s *scratch, r Rand) (int, Pick) {
 	cs, idx := s.cands, s.idx
 	measured := false

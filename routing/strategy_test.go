@@ -119,7 +119,7 @@ func TestLatencyBased(t *testing.T) {
 }
 
 func TestMetricStrategiesFallBackToWeightedDraw(t *testing.T) {
-	// SPEC §2.2: with no usable value anywhere, the metric strategies are the weighted draw.
+	// behaviour §2.2: with no usable value anywhere, the metric strategies are the weighted draw.
 	for _, s := range []string{"latency-based", "throughput-based", "health-aware", "price-based"} {
 		t.Run(s, func(t *testing.T) {
 			e := newEnv(t, cfgOf(settings(strategy(s)), dep("a", "m", weight(3)), dep("b", "m", weight(1)), dep("z", "m", weight(0))))
@@ -257,7 +257,7 @@ func TestThroughputNeedsTokens(t *testing.T) {
 	}
 }
 
-// SPEC §2: weight 0 is never drawn and health-aware multiplies it away. A drained deployment
+// behaviour §2: weight 0 is never drawn and health-aware multiplies it away. A drained deployment
 // takes no traffic from simple-shuffle or health-aware, failover included; a group of only
 // drained deployments falls back, or stops like a group without an eligible candidate.
 func TestDrainedDeploymentTakesNoTraffic(t *testing.T) {
@@ -291,7 +291,7 @@ func TestDrainedDeploymentTakesNoTraffic(t *testing.T) {
 	}
 }
 
-// SPEC §10.1: the decision says how its deployment was picked.
+// behaviour §10.1: the decision says how its deployment was picked.
 func TestDecisionSaysHowItPicked(t *testing.T) {
 	cases := []struct {
 		name string

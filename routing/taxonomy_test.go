@@ -15,7 +15,7 @@ func provider(p string) func(*configv1.Deployment) {
 	return func(d *configv1.Deployment) { d.Provider = p }
 }
 
-// TestTaxonomyDrivesRouting runs real provider error shapes (research/wire-formats.md)
+// TestTaxonomyDrivesRouting runs real provider error shapes (docs/wire-formats.md)
 // through failure.Classify and the router, end to end, and checks the effect on the next
 // decision and on the shared state.
 func TestTaxonomyDrivesRouting(t *testing.T) {

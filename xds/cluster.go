@@ -90,7 +90,7 @@ func parsePort(s string) (uint32, error) {
 func isIP(host string) bool { return net.ParseIP(host) != nil }
 
 // buildCluster is deployment d's cluster sy-dep-<id>: the provider at priority 0, the
-// trampoline at priority 1 (DESIGN.md item 3), the attempt-role ext_proc as upstream HTTP
+// trampoline at priority 1 (docs/design.md item 3), the attempt-role ext_proc as upstream HTTP
 // filter. It is envoy/static-clusters.yaml.tmpl's deployment cluster plus DNS and TLS.
 func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 	up, err := parseBaseURL(d.BaseURL)
@@ -255,7 +255,7 @@ func attemptProtocolOptions(o Options) *httpv3.HttpProtocolOptions {
 	}
 }
 
-// attemptExtProc is the attempt role's filter (DESIGN.md item 2).
+// attemptExtProc is the attempt role's filter (docs/design.md item 2).
 func attemptExtProc(o Options) *extprocv3.ExternalProcessor {
 	ns := &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{extproc.MetadataNamespace}}
 	return &extprocv3.ExternalProcessor{

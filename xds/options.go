@@ -1,6 +1,6 @@
 // Package xds publishes switchyard's deployments to Envoy over ADS (go-control-plane): one
 // cluster per deployment and the route configuration, built from the configuration in
-// force (DESIGN.md "Control plane", docs/xds.md).
+// force (docs/design.md "Control plane", docs/xds.md).
 package xds
 
 import (

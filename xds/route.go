@@ -11,7 +11,7 @@ import (
 	"github.com/switchyard-gw/switchyard/extproc"
 )
 
-// buildRoute is the route configuration of DESIGN.md item 5, over RDS so its numbers are
+// buildRoute is the route configuration of docs/design.md item 5, over RDS so its numbers are
 // switchyard's own: the route role picks the cluster with x-switchyard-cluster, every
 // failure comes back as a 307 internal redirect, a transport failure is retried onto the
 // trampoline at priority 1.

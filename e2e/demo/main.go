@@ -32,7 +32,7 @@ func main() {
 }
 
 // masterKey is the admin API's key in the demo; it reaches switchyard through the
-// environment, never a flag (SPEC §11).
+// environment, never a flag (behaviour §11).
 const masterKey = "demo-master-key"
 
 // flags are the demo's listen addresses (port 0: a free port) and files.

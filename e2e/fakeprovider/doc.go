@@ -2,7 +2,7 @@
 // gateway. Each fake speaks one provider's real wire format — OpenAI (Chat Completions,
 // Responses, Embeddings), Azure OpenAI (deployment-scoped and v1 routes) or Anthropic
 // (Messages) — in JSON and SSE, with the auth checks, error bodies, in-band stream errors,
-// rate-limit headers and usage fields described in ../shared/research/wire-formats.md (beside the repository)
+// rate-limit headers and usage fields described in docs/wire-formats.md
 // (cited below as "wire-formats §N").
 //
 // Responses are deterministic: the configured text is split into a fixed number of chunks,

@@ -454,7 +454,7 @@ func (g *gateway) served() map[string]int {
 	return out
 }
 
-// deploymentStatus is replica's status view (SPEC §10.3) of deployment id of model; the
+// deploymentStatus is replica's status view (behaviour §10.3) of deployment id of model; the
 // test fails when the deployment is missing from it.
 func (g *gateway) deploymentStatus(replica int, model, id string) routing.DeploymentStatus {
 	g.t.Helper()

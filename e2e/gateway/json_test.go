@@ -302,7 +302,7 @@ func TestModelsList(t *testing.T) {
 	}
 }
 
-// TestDialectMismatchIsACapabilityMismatch: until requests are translated (SPEC §13.2), a
+// TestDialectMismatchIsACapabilityMismatch: until requests are translated (behaviour §13.2), a
 // deployment whose provider speaks another API is skipped like any capability mismatch.
 func TestDialectMismatchIsACapabilityMismatch(t *testing.T) {
 	g := startGateway(t, []deployment{

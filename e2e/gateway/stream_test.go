@@ -195,7 +195,7 @@ func anthropicHeader(k, v string) anthropicoption.RequestOption {
 }
 
 // TestStreamMessageStopWithoutStopReason: an Anthropic stream that reaches message_stop with
-// no stop_reason is complete (SPEC §8.4: the reason is inferred), not a failure.
+// no stop_reason is complete (behaviour §8.4: the reason is inferred), not a failure.
 func TestStreamMessageStopWithoutStopReason(t *testing.T) {
 	events := []string{
 		`event: message_start` + "\n" + `data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`,

@@ -1,6 +1,6 @@
 // Package realenvoy_test runs scenarios of e2e/gateway against a real Envoy
 // (envoyproxy/envoy, started with testcontainers-go) instead of envoysim: the proof that
-// the re-entry design (DESIGN.md) holds in Envoy itself. switchyard (ext_proc, trampoline,
+// the re-entry design (docs/design.md) holds in Envoy itself. switchyard (ext_proc, trampoline,
 // xDS) and the fake providers run in the test process on loopback; the container reaches
 // them through testcontainers' host port access (HostInternal). The real-Envoy test is
 // built only with the realenvoy tag (`make test-realenvoy`), which needs a Docker engine;

@@ -38,7 +38,7 @@ func (d Dialect) String() string {
 	}
 }
 
-// Family is the error and listing shape a client understands (SPEC §13.1).
+// Family is the error and listing shape a client understands (behaviour §13.1).
 type Family uint8
 
 const (

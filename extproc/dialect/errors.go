@@ -87,7 +87,7 @@ func duplicateField(f Family, param string) *Error {
 		Message: "Duplicate key `" + param + "` in the request body."}
 }
 
-// FromStop is the client's answer for a stopped request (SPEC §7.4–§7.5). An upstream error
+// FromStop is the client's answer for a stopped request (behaviour §7.4–§7.5). An upstream error
 // keeps the provider's status, type, code and sanitised message; switchyard's own stops keep
 // their code, with the type derived for the family.
 func FromStop(f Family, s *routing.StopError) *Error {

@@ -10,7 +10,7 @@ import (
 )
 
 // The prompt-size estimate (routing.Facts.PromptTokens) is deliberately cheap, since it is
-// only compared with context windows (SPEC §9.2) and never billed:
+// only compared with context windows (behaviour §9.2) and never billed:
 //
 //	tokens = ceil(textBytes / BytesPerToken) + mediaParts × MediaPartTokens + tokenIDs
 //

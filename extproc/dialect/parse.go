@@ -166,7 +166,7 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 	default:
 		return Request{}, invalidField(f, "model", "a string")
 	}
-	if d != Embeddings { // embeddings answer JSON only (SPEC §6.2)
+	if d != Embeddings { // embeddings answer JSON only (behaviour §6.2)
 		switch stream.Type {
 		case gjson.True:
 			r.Stream = true

@@ -34,11 +34,11 @@ const (
 
 const jsonContentType = "application/json"
 
-// Render is e as the client's answer: e.Family's body shape (SPEC §13.1), content-type, the
+// Render is e as the client's answer: e.Family's body shape (behaviour §13.1), content-type, the
 // request id in the dialect's request-id header (and in Anthropic's body field request_id,
 // as Anthropic's own errors carry it, wire-formats §3.4), and, when e.RetryAfter is
 // positive, Retry-After in whole seconds rounded up (never earlier than the real time,
-// SPEC §7.5) beside retry-after-ms, which every official SDK reads first (wire-formats §5).
+// behaviour §7.5) beside retry-after-ms, which every official SDK reads first (wire-formats §5).
 func (e *Error) Render(requestID string) Response {
 	r := Response{Status: e.Status, Headers: make([]Header, 0, 4)}
 	r.Headers = append(r.Headers, Header{HeaderContentType, jsonContentType})
@@ -166,7 +166,7 @@ func anthropicOnly(t string) bool {
 // anthropicType keeps an upstream Anthropic type and otherwise maps the status as
 // Anthropic's documented table does (400 invalid_request_error, "also used for other 4XX
 // status codes"; 529 overloaded_error). A 503 of switchyard's model_overloaded (every
-// circuit cooling, SPEC §7.5) is Anthropic's overloaded_error; other 503s are api_error.
+// circuit cooling, behaviour §7.5) is Anthropic's overloaded_error; other 503s are api_error.
 func anthropicType(e *Error) string {
 	if e.Type == anthInvalidRequest || anthropicOnly(e.Type) {
 		return e.Type

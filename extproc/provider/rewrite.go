@@ -19,7 +19,7 @@ const (
 	// HeaderPrefix is switchyard's own header namespace (x-switchyard-state,
 	// x-switchyard-cluster, …): never for a provider.
 	HeaderPrefix = "x-switchyard-"
-	// HeaderUnifiedRouting asks for the unified_routing response object (SPEC §10.1).
+	// HeaderUnifiedRouting asks for the unified_routing response object (behaviour §10.1).
 	HeaderUnifiedRouting = "x-unified-routing-metadata"
 )
 

@@ -17,8 +17,8 @@ import (
 const AnthropicVersion = "2023-06-01"
 
 // ErrDialect is returned when a provider kind does not speak the client's dialect; the
-// route role treats it as a capability mismatch (SPEC §9.2) until translation exists
-// (SPEC §13.2).
+// route role treats it as a capability mismatch (behaviour §9.2) until translation exists
+// (behaviour §13.2).
 var ErrDialect = errors.New("provider does not speak the client's dialect")
 
 // Speaks reports whether provider kind p serves requests of dialect d as they are:

@@ -22,15 +22,15 @@ type Options struct {
 // Verdict is what one event means for the attempt. The zero Verdict passes the event on.
 type Verdict struct {
 	// Output: the event carries output (content, reasoning, refusal, tool call): it commits
-	// the stream (SPEC §8.2).
+	// the stream (behaviour §8.2).
 	Output bool
 	// First: the first event with Output — the commit point and the time to first token.
 	First bool
-	// Error: an in-band error (SPEC §8.5); Classifier.Outcome has what to classify.
+	// Error: an in-band error (behaviour §8.5); Classifier.Outcome has what to classify.
 	Error bool
 	// Drop: do not pass the event to the client (the hidden usage chunk).
 	Drop bool
-	// Final: the event where unified_routing goes (SPEC §10.1); Classifier.AppendFinal
+	// Final: the event where unified_routing goes (behaviour §10.1); Classifier.AppendFinal
 	// rewrites it. Never set once an in-band error was seen.
 	Final bool
 	// End: the protocol's end marker ([DONE], response.completed or .incomplete,

@@ -19,7 +19,7 @@ func chunk(choices string) string {
 
 const done = "data: [DONE]\n\n"
 
-// TestCommit: which frames commit a stream (SPEC §8.2), per dialect.
+// TestCommit: which frames commit a stream (behaviour §8.2), per dialect.
 func TestCommit(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -74,7 +74,7 @@ func TestCommit(t *testing.T) {
 }
 
 // TestInBandErrors: in-band error events become Outcomes that routing/failure classifies
-// like the equivalent HTTP error (SPEC §8.5).
+// like the equivalent HTTP error (behaviour §8.5).
 func TestInBandErrors(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -172,7 +172,7 @@ func TestNotErrors(t *testing.T) {
 	}
 }
 
-// TestCompleteness: SPEC §8.4, no stricter than the SDKs.
+// TestCompleteness: behaviour §8.4, no stricter than the SDKs.
 func TestCompleteness(t *testing.T) {
 	content := chunk(`[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]`)
 	tool := chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}}]`)
@@ -280,7 +280,7 @@ func TestHiddenUsageChunk(t *testing.T) {
 	}
 }
 
-// TestAppendFinal: unified_routing goes where SPEC §10.1 says, and the result is still a
+// TestAppendFinal: unified_routing goes where behaviour §10.1 says, and the result is still a
 // valid event of the stream.
 func TestAppendFinal(t *testing.T) {
 	tests := []struct {

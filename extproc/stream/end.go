@@ -4,7 +4,7 @@ import (
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 )
 
-// State is how a stream ended (SPEC §8.4).
+// State is how a stream ended (behaviour §8.4).
 type State uint8
 
 const (
@@ -30,7 +30,7 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// Anomaly names, as recorded on the attempt (SPEC §8.4 "anomalies").
+// Anomaly names, as recorded on the attempt (behaviour §8.4 "anomalies").
 const (
 	AnomalyNoDone            = "no [DONE]"
 	AnomalyNoCompleted       = "no response.completed"
@@ -55,7 +55,7 @@ type Completion struct {
 	Usage        Usage
 }
 
-// End judges the stream once its body ended (SPEC §8.4: no stricter than the provider's
+// End judges the stream once its body ended (behaviour §8.4: no stricter than the provider's
 // SDK). It allocates the Anomalies slice, once per stream.
 func (c *Classifier) End() Completion {
 	out := Completion{Usage: c.usage}
@@ -74,7 +74,7 @@ func (c *Classifier) End() Completion {
 		out.State = Truncated
 	}
 	if out.State == Complete && !c.committed {
-		// An empty response is a response (SPEC §8.4): recorded, not failed.
+		// An empty response is a response (behaviour §8.4): recorded, not failed.
 		out.Anomalies = append(out.Anomalies, AnomalyEmpty)
 	}
 	return out

@@ -7,7 +7,7 @@ import (
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 )
 
-// ErrorInfo is the failure told to the client after commit (SPEC §8.2): OpenAI's
+// ErrorInfo is the failure told to the client after commit (behaviour §8.2): OpenAI's
 // error.type / error.code, Anthropic's error.type, and the public message.
 type ErrorInfo struct {
 	Type    string
@@ -16,7 +16,7 @@ type ErrorInfo struct {
 }
 
 // AppendError appends to dst the in-band error event that ends a committed stream in the
-// client's dialect (SPEC §8.2), shaped like the provider's own stream error and carrying
+// client's dialect (behaviour §8.2), shaped like the provider's own stream error and carrying
 // requestID, so that the SDKs raise an error instead of returning a silent truncation
 // (TestSDKsRaiseTheErrorEvent):
 //

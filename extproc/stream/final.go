@@ -11,7 +11,7 @@ import (
 
 // AppendFinal appends to dst the bytes the client receives in place of the final event ev
 // (one Classify marked Final), carrying unified, the raw JSON of the unified_routing object
-// (SPEC §10.1, the same object as on a JSON response):
+// (behaviour §10.1, the same object as on a JSON response):
 //
 //   - Chat: a chunk of its own, {"id","object":"chat.completion.chunk","created","model",
 //     "choices":[],"unified_routing"}, inserted before ev ([DONE]). It repeats the stream's

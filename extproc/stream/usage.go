@@ -6,7 +6,7 @@ import (
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 )
 
-// Usage is what the provider reported it used, collected across frames (SPEC §3.2 TPM,
+// Usage is what the provider reported it used, collected across frames (behaviour §3.2 TPM,
 // §3.4 throughput; wire-formats §6).
 type Usage struct {
 	// Prompt counts every input token: OpenAI prompt_tokens / Responses input_tokens

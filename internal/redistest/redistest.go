@@ -1,4 +1,4 @@
-// Package redistest gives tests a real Redis (DESIGN.md, "Testing"): the server named by
+// Package redistest gives tests a real Redis (docs/design.md, "Testing"): the server named by
 // REDIS_ADDR, else a redis-server from PATH started on a free port, else a redis:7 container
 // through testcontainers-go when a Docker daemon answers, else the test is skipped with a
 // loud reason. It owns nothing else; CI installs or starts Redis so these tests never skip

@@ -252,7 +252,7 @@ func TestParseRejectsUnknownFields(t *testing.T) {
 	}
 }
 
-// One call applies a router-settings patch (SPEC §11.1): the patch is checked alone, merged,
+// One call applies a router-settings patch (behaviour §11.1): the patch is checked alone, merged,
 // and the whole configuration that would result is checked, each error naming its field.
 func TestApplySettings(t *testing.T) {
 	v := validator(t)

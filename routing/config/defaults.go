@@ -8,7 +8,7 @@ import (
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
 
-// Defaults of SPEC §5 and §7.
+// Defaults of behaviour §5 and §7.
 const (
 	DefaultStrategy                     = StrategySimpleShuffle
 	DefaultAllowedFails                 = 3
@@ -23,7 +23,7 @@ const (
 	DefaultIdempotencyKeyTTLSeconds     = 86400
 )
 
-// DefaultPolicy returns the SPEC §6.2 policy of one matrix cell. The defaults match the
+// DefaultPolicy returns the behaviour §6.2 policy of one matrix cell. The defaults match the
 // official OpenAI/Anthropic SDKs' 600 s read timeout.
 func DefaultPolicy(o Operation, m Mode) Policy {
 	const s = time.Second
@@ -52,7 +52,7 @@ func DefaultPolicy(o Operation, m Mode) Policy {
 	}
 }
 
-// DefaultExecutionPolicies is the full SPEC §6.2 matrix in its JSON form.
+// DefaultExecutionPolicies is the full behaviour §6.2 matrix in its JSON form.
 func DefaultExecutionPolicies() map[string]*configv1.OperationPolicy {
 	out := make(map[string]*configv1.OperationPolicy)
 	for _, o := range Operations() {
@@ -69,7 +69,7 @@ func DefaultExecutionPolicies() map[string]*configv1.OperationPolicy {
 }
 
 // EffectiveSettings returns rs with every unset field filled with its default: what
-// GET /admin/router-settings shows (SPEC §11.1).
+// GET /admin/router-settings shows (behaviour §11.1).
 func EffectiveSettings(rs *configv1.RouterSettings) *configv1.RouterSettings {
 	out := &configv1.RouterSettings{}
 	if rs != nil {

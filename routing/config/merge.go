@@ -10,8 +10,8 @@ import (
 )
 
 // MergeSettings applies a PUT /admin/router-settings body to the current settings
-// (SPEC §11.1): every field sent replaces the current value, omitted fields keep theirs. The
-// execution-policy matrix is replaced as a whole when sent (SPEC §6.3), never merged cell by
+// (behaviour §11.1): every field sent replaces the current value, omitted fields keep theirs. The
+// execution-policy matrix is replaced as a whole when sent (behaviour §6.3), never merged cell by
 // cell, so a cell that drops idleMs really drops it.
 func MergeSettings(cur, patch *configv1.RouterSettings) *configv1.RouterSettings {
 	out := &configv1.RouterSettings{}
@@ -31,10 +31,10 @@ func MergeSettings(cur, patch *configv1.RouterSettings) *configv1.RouterSettings
 	return out
 }
 
-// ApplySettings is PUT /admin/router-settings in one call (SPEC §11.1): it validates the
+// ApplySettings is PUT /admin/router-settings in one call (behaviour §11.1): it validates the
 // patch alone, merges it into cfg's settings (MergeSettings) and validates the whole
 // configuration that would result, since a patch valid alone can still break it (a lowered
-// global below a deployment's override, SPEC §6.3). It returns the merged settings, or a
+// global below a deployment's override, behaviour §6.3). It returns the merged settings, or a
 // *ValidationError whose fields name the request body's own fields (`allowedFails`) and, for
 // conflicts elsewhere, the configuration's (`deployments[2].executionPolicyOverrides…`).
 // cfg is not modified.

@@ -2,7 +2,7 @@ package config
 
 import "fmt"
 
-// Operation is a kind of upstream work with its own execution policy (SPEC §6.2).
+// Operation is a kind of upstream work with its own execution policy (behaviour §6.2).
 type Operation uint8
 
 const (
@@ -71,7 +71,7 @@ func (m Mode) String() string {
 
 // HasMode reports whether the operation exists in that mode, i.e. whether the matrix has a
 // cell for it. Embeddings, reranking and video submit/update/delete answer JSON only; a video
-// download is always a byte stream (SPEC §6.2).
+// download is always a byte stream (behaviour §6.2).
 func (o Operation) HasMode(m Mode) bool {
 	switch o {
 	case OpEmbeddings, OpRerank, OpVideo:

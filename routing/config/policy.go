@@ -8,7 +8,7 @@ import (
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
 
-// Policy is one execution policy in force (SPEC §6.1).
+// Policy is one execution policy in force (behaviour §6.1).
 type Policy struct {
 	// Response: JSON — until the full upstream response arrived; stream — until the upstream
 	// answered with headers.
@@ -43,7 +43,7 @@ func policyFromProto(ep *configv1.ExecutionPolicy) Policy {
 	}
 }
 
-// Override is a deployment's lowering of a policy (SPEC §6.3): zero fields inherit, and
+// Override is a deployment's lowering of a policy (behaviour §6.3): zero fields inherit, and
 // MaxAttempts is the most attempts on that deployment within one request.
 type Override Policy
 

@@ -18,11 +18,11 @@ type Snapshot struct {
 	Settings Settings
 	// Deployments by id.
 	Deployments map[string]*Deployment
-	// Groups by public model (SPEC §1.1).
+	// Groups by public model (behaviour §1.1).
 	Groups map[string]*Group
-	// Chains by public model and reason (SPEC §7.6).
+	// Chains by public model and reason (behaviour §7.6).
 	Chains map[ChainKey]*Chain
-	// Policies by public model (SPEC §9.3); absent means the defaults.
+	// Policies by public model (behaviour §9.3); absent means the defaults.
 	Policies map[string]ModelPolicy
 	// source is the configuration compiled (a private copy; apiKeys as given), so a replica
 	// can put what it serves back into a store that lost it (Guard, Source).
@@ -48,7 +48,7 @@ func (s *Snapshot) Source() *configv1.Config {
 type Settings struct {
 	Strategy    Strategy
 	Circuit     store.CircuitSettings
-	RetryAfter  time.Duration // retryAfterSeconds: floor of any reuse wait (SPEC §7.2)
+	RetryAfter  time.Duration // retryAfterSeconds: floor of any reuse wait (behaviour §7.2)
 	WhenAllOpen WhenAllOpen
 	// Policies is the execution-policy matrix, by operation and mode.
 	Policies          [numOperations][numModes]Policy
@@ -64,7 +64,7 @@ func (s *Settings) Policy(o Operation, m Mode) Policy {
 	return s.Policies[o][m]
 }
 
-// WhenAllOpen is the SPEC §7.5 choice when every circuit of a group is open.
+// WhenAllOpen is the behaviour §7.5 choice when every circuit of a group is open.
 type WhenAllOpen uint8
 
 const (
@@ -134,7 +134,7 @@ func (d *Deployment) MaxAttempts(o Operation, m Mode) int {
 	return d.Overrides[o][m].MaxAttempts
 }
 
-// PriceBasis is how a deployment bills (SPEC §2.4).
+// PriceBasis is how a deployment bills (behaviour §2.4).
 type PriceBasis uint8
 
 const (
@@ -145,7 +145,7 @@ const (
 
 // Price is a deployment's comparable price. For token billing the comparable rate is
 // inputPerMillion + outputPerMillion, the price of one million input plus one million output
-// tokens (SPEC §2.4 asks for one documented definition); for search billing it is
+// tokens (behaviour §2.4 asks for one documented definition); for search billing it is
 // searchUnitCents.
 type Price struct {
 	Basis PriceBasis
@@ -174,7 +174,7 @@ const (
 	ModalityAudio
 )
 
-// Capabilities are what a deployment declared (SPEC §9.1). Undeclared means supported.
+// Capabilities are what a deployment declared (behaviour §9.1). Undeclared means supported.
 type Capabilities struct {
 	// Modalities declared; 0 means undeclared (any).
 	Modalities        Modality
@@ -198,7 +198,7 @@ type Chain struct {
 	Enabled bool
 }
 
-// Reason is why a fallback chain is followed (SPEC §7.6).
+// Reason is why a fallback chain is followed (behaviour §7.6).
 type Reason uint8
 
 const (
@@ -231,7 +231,7 @@ func ParseReason(s string) (Reason, bool) {
 	return 0, false
 }
 
-// ModelPolicy is a public model's failover/fallback policy (SPEC §9.3).
+// ModelPolicy is a public model's failover/fallback policy (behaviour §9.3).
 type ModelPolicy struct {
 	SameModelFailoverFirst    bool
 	CrossModelFallbackAllowed bool

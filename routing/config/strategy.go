@@ -1,6 +1,6 @@
 package config
 
-// Strategy is the routing strategy (SPEC §2), one for the whole gateway.
+// Strategy is the routing strategy (behaviour §2), one for the whole gateway.
 type Strategy uint8
 
 const (

@@ -13,8 +13,8 @@ import (
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
 
-// FieldError is one invalid field: Field is the JSON path with the SPEC's camelCase names
-// (e.g. `deployments[2].weight`), so an admin API 400 can name it (SPEC §11.1).
+// FieldError is one invalid field: Field is the JSON path with docs/behaviour.md's camelCase names
+// (e.g. `deployments[2].weight`), so an admin API 400 can name it (behaviour §11.1).
 type FieldError struct {
 	Field   string
 	Message string
@@ -196,7 +196,7 @@ func checkSettings(ve *ValidationError, rs *configv1.RouterSettings) {
 	checkSettingsWithPrefix(ve, "routerSettings", rs)
 }
 
-// checkSettingsWithPrefix enforces the exhaustive matrix (SPEC §6.3): when
+// checkSettingsWithPrefix enforces the exhaustive matrix (behaviour §6.3): when
 // executionPolicies is sent, every operation must be there with every mode it has, and
 // each cell complete.
 func checkSettingsWithPrefix(ve *ValidationError, prefix string, rs *configv1.RouterSettings) {
@@ -244,7 +244,7 @@ func checkCell(ve *ValidationError, path string, ep *configv1.ExecutionPolicy, m
 	}
 }
 
-// checkOverrides enforces SPEC §6.3: a deployment's overrides may only lower the global
+// checkOverrides enforces behaviour §6.3: a deployment's overrides may only lower the global
 // values.
 func checkOverrides(ve *ValidationError, base string, overrides, global map[string]*configv1.OperationPolicy) {
 	for name, op := range overrides {

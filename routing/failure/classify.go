@@ -6,16 +6,16 @@ import (
 )
 
 // quotaRetryAfter: a 429 asking for a wait this long is a quota, not a rate limit. Azure's
-// daily or quota limit says "Please retry after 86400 seconds" (wire-formats.md §4.3), and
+// daily or quota limit says "Please retry after 86400 seconds" (docs/wire-formats.md §4.3), and
 // openai-python (≥ v2.52.0) gives up on any Retry-After above 120 s (§5).
 const quotaRetryAfter = time.Hour
 
-// Classify decides what an upstream attempt's outcome means for routing (SPEC §7.3). It never
+// Classify decides what an upstream attempt's outcome means for routing (behaviour §7.3). It never
 // fails: an unknown status or an unreadable body gets the default of its status class, and
 // Message is always sanitised (Sanitize, and o.Secrets redacted literally) and, for a
 // failure, never empty.
 //
-// Section numbers (§) in this package refer to research/wire-formats.md, unless they say SPEC.
+// Section numbers (§) in this package refer to docs/wire-formats.md, unless they say behaviour §.
 //
 // The provider dialects share one reader (see errorBody): their codes and types do not
 // collide, an OpenAI-compatible server may answer in any of them, and Azure is OpenAI's shape
@@ -30,7 +30,7 @@ func Classify(o Outcome, now time.Time) Classification {
 	e := parseErrorBody(o.Body)
 	status := o.Status
 	if o.InBand {
-		// SPEC §8.5: classified like the equivalent HTTP error, by error type/code.
+		// behaviour §8.5: classified like the equivalent HTTP error, by error type/code.
 		status = inBandStatus(&e, o.Provider, o.Status)
 	}
 	c := classifyStatus(status, &e, o.Header, now)
@@ -76,7 +76,7 @@ func classifyStatus(st int, e *errorBody, h http.Header, now time.Time) Classifi
 		c.Class, c.Kind = ClassRequest, requestKind(e)
 		if c.Kind == KindInvalidRequest && e.rateLimited() {
 			// OpenAI's "Request too large for <model> ... on tokens per min" and "Rate limit
-			// reached" are rate limits whatever their status (LiteLLM, wire-formats.md §5).
+			// reached" are rate limits whatever their status (LiteLLM, docs/wire-formats.md §5).
 			c.Class, c.Kind = ClassThrottle, KindRateLimit
 		}
 	case st == http.StatusGatewayTimeout:
@@ -127,7 +127,7 @@ func requestKind(e *errorBody) Kind {
 	return KindInvalidRequest
 }
 
-// classifyTransport is the verdict when no complete HTTP response arrived (SPEC §7.3).
+// classifyTransport is the verdict when no complete HTTP response arrived (behaviour §7.3).
 func classifyTransport(o Outcome) Classification {
 	c := Classification{Class: ClassTransient}
 	switch o.Transport {
@@ -136,7 +136,7 @@ func classifyTransport(o Outcome) Classification {
 	case TransportReset:
 		// Before any response the reset is a network failure like a refused connection
 		// (openai-python raises APIConnectionError for both); once the response has started it
-		// is a cut stream (SPEC §8.4, upstream_stream_truncated).
+		// is a cut stream (behaviour §8.4, upstream_stream_truncated).
 		c.Kind, c.Status, c.Message = KindConnect, http.StatusBadGateway, "upstream connection was reset"
 		if o.Status != 0 {
 			c.Kind, c.Message = KindPartialStream, "upstream response was cut off"

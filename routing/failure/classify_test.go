@@ -46,7 +46,7 @@ type classifyCase struct {
 	want want
 }
 
-// The bodies below are the shapes of research/wire-formats.md, verbatim where the document
+// The bodies below are the shapes of docs/wire-formats.md, verbatim where the document
 // gives a snippet (§1.3, §1.4 429, §2.2, §3.3, §3.4 529, §4.2) and built from its tables
 // otherwise. Section numbers refer to that document.
 func openAICases() []classifyCase {

@@ -9,7 +9,7 @@ import (
 )
 
 // errorBody holds the fields of an upstream error body that classification reads. Every
-// dialect of research/wire-formats.md is read into this one shape:
+// dialect of docs/wire-formats.md is read into this one shape:
 //
 //   - OpenAI, Azure, OpenAI-compatible: {"error":{"message","type","param","code"}} (§1.4, §4.3),
 //     also as an in-band `data:` chunk of a 200 chat stream (§1.3);
@@ -26,7 +26,7 @@ import (
 type errorBody struct {
 	typ, code, param, message string
 	// inner is Azure's innererror.code / inner_error.code: the concept doc and the OpenAPI spec
-	// spell the object differently, so both are read (wire-formats.md §4.2, as LiteLLM's
+	// spell the object differently, so both are read (docs/wire-formats.md §4.2, as LiteLLM's
 	// _map_azure_exception does).
 	inner string
 	// spend is Anthropic's error.details.error_code ("enforced_spend_limit_reached", §3.5).
@@ -194,7 +194,7 @@ func statusNumber(v gjson.Result) int {
 }
 
 // codeStatus reads a code that is an HTTP status: Azure sends "429", "401", "404" as the code
-// (wire-formats.md §4.3), OpenRouter a number (§1.3).
+// (docs/wire-formats.md §4.3), OpenRouter a number (§1.3).
 func codeStatus(code string) int {
 	if len(code) != 3 {
 		return 0
@@ -214,7 +214,7 @@ func codeStatus(code string) int {
 }
 
 // sseData returns the first data payload of an SSE event (not [DONE]), when s is SSE-framed.
-// Error events are a single data line (wire-formats.md §1.3, §2.2, §3.3), so multi-line data
+// Error events are a single data line (docs/wire-formats.md §1.3, §2.2, §3.3), so multi-line data
 // is not joined.
 func sseData(s string) (string, bool) {
 	if !strings.HasPrefix(s, "data:") && !strings.HasPrefix(s, "event:") && !strings.HasPrefix(s, ":") {

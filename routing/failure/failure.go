@@ -1,8 +1,8 @@
-// Package failure owns the failure taxonomy of SPEC §7.3: it turns what an upstream attempt
+// Package failure owns the failure taxonomy of behaviour §7.3: it turns what an upstream attempt
 // produced (a transport error, an HTTP status with headers and an error body, or an in-band
 // error event inside a 200 stream) into a class that decides what routing does next, a
 // normalised kind, the provider's Retry-After and a sanitised public message, for each
-// provider dialect of research/wire-formats.md.
+// provider dialect of docs/wire-formats.md.
 package failure
 
 import (
@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Class is a failure's effect on routing (SPEC §7.3).
+// Class is a failure's effect on routing (behaviour §7.3).
 type Class uint8
 
 const (
@@ -28,7 +28,7 @@ const (
 	// truncated streams. Retried; counts toward the circuit.
 	ClassTransient
 	// ClassConfiguration: 401/403, unknown provider model or deployment. Quarantines the
-	// deployment (SPEC §5.6).
+	// deployment (behaviour §5.6).
 	ClassConfiguration
 	// ClassGateway: our own faults and the client's cancel. Penalises no deployment.
 	ClassGateway
@@ -58,7 +58,7 @@ func (c Class) String() string {
 	}
 }
 
-// Kind is the normalised error kind (SPEC §7.3, from seed 003).
+// Kind is the normalised error kind (behaviour §7.3, from seed 003).
 type Kind string
 
 const (
@@ -101,7 +101,7 @@ const (
 	// TransportIdle: a stream stayed silent longer than the idle timeout.
 	TransportIdle
 	// TransportTruncated: a stream ended cleanly but before its protocol's end marker and
-	// with no finish reason (SPEC §8.4: upstream_stream_truncated).
+	// with no finish reason (behaviour §8.4: upstream_stream_truncated).
 	TransportTruncated
 	// TransportMalformed: the upstream broke its protocol (unparseable stream or body).
 	TransportMalformed
@@ -122,7 +122,7 @@ type Outcome struct {
 	Header http.Header
 	// Body is the upstream error body, or for an in-band error the event's data JSON.
 	Body []byte
-	// InBand marks Body as an error event inside a 200 stream (SPEC §8.5).
+	// InBand marks Body as an error event inside a 200 stream (behaviour §8.5).
 	InBand bool
 	// Event is the SSE event name of an in-band error ("error", "response.failed"), if any.
 	Event string

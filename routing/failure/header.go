@@ -17,7 +17,7 @@ func headerValue(h http.Header, canonical, lower string) string {
 }
 
 // retryRequested reports x-should-retry: true, the header OpenAI and Anthropic send to
-// override the SDKs' status-based retry decision (wire-formats.md §5; seen on Anthropic 529s,
+// override the SDKs' status-based retry decision (docs/wire-formats.md §5; seen on Anthropic 529s,
 // §3.4). "false" is read by nobody: see classifyStatus.
 func retryRequested(h http.Header) bool {
 	return equalFold(headerValue(h, "X-Should-Retry", "x-should-retry"), "true")

@@ -3,8 +3,8 @@ package failure
 import "strings"
 
 // inBandStatus is the HTTP status equivalent to an error event inside a 200 stream, so that it
-// is "classified like the equivalent HTTP error" (SPEC §8.5). The SDKs surface these with
-// status 200 (wire-formats.md §3.3, Summary 1), so the stream's status says nothing: the
+// is "classified like the equivalent HTTP error" (behaviour §8.5). The SDKs surface these with
+// status 200 (docs/wire-formats.md §3.3, Summary 1), so the stream's status says nothing: the
 // error's code, then its type, then a status the body carries, decide.
 func inBandStatus(e *errorBody, p Provider, streamStatus int) int {
 	if st := codeToStatus(e.code); st != 0 {
@@ -35,7 +35,7 @@ func inBandStatus(e *errorBody, p Provider, streamStatus int) int {
 	return 500
 }
 
-// codeToStatus maps the error codes of wire-formats.md §1.4 and the Responses ResponseError
+// codeToStatus maps the error codes of docs/wire-formats.md §1.4 and the Responses ResponseError
 // code enum (openai-python types/responses/response_error.py, §2.2) to their HTTP status.
 func codeToStatus(code string) int {
 	switch code {
@@ -65,7 +65,7 @@ func codeToStatus(code string) int {
 }
 
 // typeToStatus maps error types to their HTTP status: Anthropic's ErrorType enum
-// (types/shared/error_type.py, mapping as docker/docker-agent PR #2880, wire-formats.md §3.3)
+// (types/shared/error_type.py, mapping as docker/docker-agent PR #2880, docs/wire-formats.md §3.3)
 // and OpenAI's types (§1.4: "tokens"/"requests" are the 429 limit dimension).
 func typeToStatus(typ string) int {
 	switch typ {

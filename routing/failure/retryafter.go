@@ -12,9 +12,9 @@ import (
 // Nothing longer means more than "quota exhausted" (Azure's daily limit says 86400 s).
 const maxRetryAfter = 365 * 24 * time.Hour
 
-// RetryAfter is the provider's requested wait before the next call, uncapped (SPEC §7.2 caps
+// RetryAfter is the provider's requested wait before the next call, uncapped (behaviour §7.2 caps
 // what routing honours), or 0 when the response names none. Sources, in the SDKs' order
-// (wire-formats.md §5: openai-python/anthropic-python _calculate_retry_timeout, openai-go and
+// (docs/wire-formats.md §5: openai-python/anthropic-python _calculate_retry_timeout, openai-go and
 // anthropic-go retryDelay), then OpenAI's own hints (§1.4, Summary 5):
 //
 //  1. retry-after-ms: float milliseconds (Azure PTU sends it, §4.3; OpenAI "speculative");
@@ -71,7 +71,7 @@ func headerRetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// rateLimitReset reads OpenAI's x-ratelimit-reset-* headers (wire-formats.md §1.4).
+// rateLimitReset reads OpenAI's x-ratelimit-reset-* headers (docs/wire-formats.md §1.4).
 func rateLimitReset(h http.Header) time.Duration {
 	reqs := parseWaitToken(headerValue(h, "X-Ratelimit-Reset-Requests", "x-ratelimit-reset-requests"))
 	toks := parseWaitToken(headerValue(h, "X-Ratelimit-Reset-Tokens", "x-ratelimit-reset-tokens"))
@@ -151,7 +151,7 @@ func parseWaitToken(v string) time.Duration {
 }
 
 // seconds converts a float number of seconds; negative, NaN and infinite values are 0 (as
-// openai-go ignores them, wire-formats.md §5), large ones are bounded by maxRetryAfter.
+// openai-go ignores them, docs/wire-formats.md §5), large ones are bounded by maxRetryAfter.
 func seconds(f float64) time.Duration {
 	if !(f > 0) || math.IsInf(f, 1) {
 		return 0

@@ -20,9 +20,9 @@ const (
 // Redacted, as "[REDACTED]":
 //   - API keys by shape: "sk-"/"sk_" (OpenAI "sk-proj-…", Anthropic "sk-ant-…", OpenRouter
 //     "sk-or-…"), Google "AIza…", JWTs "eyJ…" (Entra ID bearer tokens for Azure,
-//     research/wire-formats.md §4.1);
+//     docs/wire-formats.md §4.1);
 //   - key fragments that providers echo masked, e.g. OpenAI's 401 "Incorrect API key provided:
-//     sk-abc12*****xyz9" (wire-formats.md §1.4): any word containing "***";
+//     sk-abc12*****xyz9" (docs/wire-formats.md §1.4): any word containing "***";
 //   - Azure keys: 32 or more hex digits (the api-key of §4.1), and other long opaque tokens: 40 or
 //     more letters and digits with hardly any separators (Azure's newer 84-character keys,
 //     Groq "gsk_…"). Request IDs ("req_…", UUIDs) and model names stay: they have separators

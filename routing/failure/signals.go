@@ -10,7 +10,7 @@ import "strings"
 // *start* with its input, and only prefix matches may escalate to verdicts that affect other
 // requests (quota outage, throttle circuit, quarantine).
 
-// contextOverflow reports a context-window refusal (wire-formats.md Summary 4): OpenAI's code
+// contextOverflow reports a context-window refusal (docs/wire-formats.md Summary 4): OpenAI's code
 // context_length_exceeded (also in-band on Responses, §2.2), and otherwise the message text,
 // as LiteLLM's exception mapping does: OpenAI/Azure "This model's maximum context length is",
 // Responses "exceeds the context window", Anthropic "prompt is too long: N tokens > M maximum"
@@ -29,7 +29,7 @@ func (e *errorBody) contextOverflow() bool {
 		containsFold(m, "prompt: length")
 }
 
-// policy reports a content-policy refusal (wire-formats.md Summary 7): Azure's 400
+// policy reports a content-policy refusal (docs/wire-formats.md Summary 7): Azure's 400
 // code content_filter with innererror/inner_error code ResponsibleAIPolicyViolation (§4.2),
 // OpenAI's invalid_prompt and content_policy_violation codes (§1.4, Responses §2.2), and the
 // text LiteLLM matches: "violating our usage policy" and Azure's "content management policy".
@@ -45,7 +45,7 @@ func (e *errorBody) policy() bool {
 	return containsFold(m, "usage polic") || containsFold(m, "content management polic")
 }
 
-// quota reports an exhausted quota or spend limit (wire-formats.md Summary 5): OpenAI's
+// quota reports an exhausted quota or spend limit (docs/wire-formats.md Summary 5): OpenAI's
 // insufficient_quota as type or code (older bodies have code null, §1.4), Anthropic's
 // error.details.error_code enforced_spend_limit_reached (§3.5) and billing_error (402, SDK
 // error_type.py), and Anthropic's 400 "Your credit balance is too low to access the Anthropic
@@ -62,7 +62,7 @@ func (e *errorBody) quota() bool {
 
 // rateLimited reports a rate limit on a status other than 429: OpenAI's code
 // rate_limit_exceeded, or the message, as LiteLLM maps OpenAI's "rate limit" and "Request too
-// large" text to RateLimitError whatever the status (wire-formats.md §5). OpenAI's own messages
+// large" text to RateLimitError whatever the status (docs/wire-formats.md §5). OpenAI's own messages
 // start with "Rate limit reached for" and "Request too large for <model> ... on tokens per min"
 // (§1.4). Prefix only (see above), so that a 400 quoting the client's input cannot open a
 // throttle circuit; this also keeps Anthropic's 413 request_too_large ("Request exceeds the

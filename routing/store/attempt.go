@@ -9,7 +9,7 @@ type AttemptStart struct {
 	AttemptID string
 	Now       time.Time
 	// Expires bounds the in-flight entry so a crashed process cannot leave the deployment
-	// busy forever (SPEC §3.1). Callers use the attempt's own deadline plus a grace period.
+	// busy forever (behaviour §3.1). Callers use the attempt's own deadline plus a grace period.
 	Expires time.Time
 	// Reserved: Reserve already counted this attempt's request in its minute, so the start
 	// only puts it in flight.
@@ -29,29 +29,29 @@ type Reservation struct {
 }
 
 // Effect is what an attempt's outcome does to the shared state. The routing core maps the
-// failure taxonomy (SPEC §7.3) onto these.
+// failure taxonomy (behaviour §7.3) onto these.
 type Effect uint8
 
 const (
 	// EffectNeutral only releases the attempt (and the half-open probe it owned): request
 	// faults, the client's cancel, gateway errors and candidate incompatibility penalise
-	// nobody (SPEC §7.3).
+	// nobody (behaviour §7.3).
 	EffectNeutral Effect = iota
 	// EffectSuccess: health success, closes a probe or clears the failure count, updates the
-	// latency and throughput EWMAs and the minute's tokens (SPEC §3.2–3.5, §5.2).
+	// latency and throughput EWMAs and the minute's tokens (behaviour §3.2–3.5, §5.2).
 	EffectSuccess
 	// EffectTransient: health failure and one circuit failure per request and deployment
-	// (SPEC §3.5, §5.1, §5.3).
+	// (behaviour §3.5, §5.1, §5.3).
 	EffectTransient
 	// EffectThrottle: opens the failure domain's capacity circuit for
-	// max(ThrottleCooldown, RetryAfter); no health penalty, no failure count (SPEC §5.7).
+	// max(ThrottleCooldown, RetryAfter); no health penalty, no failure count (behaviour §5.7).
 	// Like EffectNeutral and EffectQuota it is no verdict on a half-open probe, which it
 	// releases.
 	EffectThrottle
 	// EffectQuota: an exhausted quota: the domain's capacity circuit opens for
-	// ConfigurationCooldown (a configuration-like outage, SPEC §7.3).
+	// ConfigurationCooldown (a configuration-like outage, behaviour §7.3).
 	EffectQuota
-	// EffectConfiguration: quarantine for ConfigurationCooldown (SPEC §5.6).
+	// EffectConfiguration: quarantine for ConfigurationCooldown (behaviour §5.6).
 	EffectConfiguration
 )
 
@@ -79,17 +79,17 @@ type AttemptFinish struct {
 	Domain    string
 	AttemptID string
 	// RequestID is the logical request: at most one failure per request and deployment is
-	// counted (SPEC §5.3), and it identifies the half-open probe owner.
+	// counted (behaviour §5.3), and it identifies the half-open probe owner.
 	RequestID string
 	// Started is when the attempt started. A failure of an attempt that started before the
-	// circuit's last transition changes nothing (SPEC §5.5). Zero means unknown: the failure
+	// circuit's last transition changes nothing (behaviour §5.5). Zero means unknown: the failure
 	// is then taken as if the attempt had started after it.
 	Started  time.Time
 	Now      time.Time
 	Effect   Effect
 	Settings CircuitSettings
 	// Latency: from just before the upstream call until the upstream finished responding
-	// (SPEC §3.3). Used on success.
+	// (behaviour §3.3). Used on success.
 	Latency          time.Duration
 	CompletionTokens int64
 	TotalTokens      int64
@@ -115,25 +115,25 @@ type ReservedTokens struct {
 	Tokens int64
 }
 
-// Metrics are one deployment's routing metrics (SPEC §3).
+// Metrics are one deployment's routing metrics (behaviour §3).
 type Metrics struct {
 	InFlight int64
-	// RPM and TPM are the current minute's requests and tokens (SPEC §3.2).
+	// RPM and TPM are the current minute's requests and tokens (behaviour §3.2).
 	RPM int64
 	TPM int64
-	// LatencyEWMA in seconds (α = 0.2, SPEC §3.3); valid when HasLatency.
+	// LatencyEWMA in seconds (α = 0.2, behaviour §3.3); valid when HasLatency.
 	LatencyEWMA float64
 	HasLatency  bool
-	// ThroughputEWMA in completion tokens per second (SPEC §3.4); valid when HasThroughput.
+	// ThroughputEWMA in completion tokens per second (behaviour §3.4); valid when HasThroughput.
 	ThroughputEWMA float64
 	HasThroughput  bool
-	// Successes and Failures over the rolling health window (SPEC §3.5).
+	// Successes and Failures over the rolling health window (behaviour §3.5).
 	Successes int64
 	Failures  int64
 }
 
 // HealthScore is successes / (successes + failures), or a neutral 0.5 when nothing was
-// recorded in the window (SPEC §3.5).
+// recorded in the window (behaviour §3.5).
 func (m Metrics) HealthScore() float64 {
 	total := m.Successes + m.Failures
 	if total == 0 {
@@ -145,10 +145,10 @@ func (m Metrics) HealthScore() float64 {
 // HasHealth reports whether the window holds any recorded attempt.
 func (m Metrics) HasHealth() bool { return m.Successes+m.Failures > 0 }
 
-// EWMAAlpha is the smoothing factor of the latency and throughput averages (SPEC §3.3–3.4).
+// EWMAAlpha is the smoothing factor of the latency and throughput averages (behaviour §3.3–3.4).
 const EWMAAlpha = 0.2
 
-// HealthWindow is the rolling window of the health score (SPEC §3.5). Stores keep it as
+// HealthWindow is the rolling window of the health score (behaviour §3.5). Stores keep it as
 // HealthBuckets one-minute buckets, so the window slides by whole minutes.
 const HealthWindow = 10 * time.Minute
 
@@ -212,5 +212,5 @@ func Throughput(completionTokens int64, latency time.Duration) (float64, bool) {
 }
 
 // DefaultDedupeTTL is how long a store remembers a request's counted failure when the caller
-// passes no DedupeTTL: the longest default total deadline (SPEC §6.2).
+// passes no DedupeTTL: the longest default total deadline (behaviour §6.2).
 const DefaultDedupeTTL = time.Hour

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// CircuitSettings are the SPEC §5 settings in force for a transition. The core passes them
+// CircuitSettings are the behaviour §5 settings in force for a transition. The core passes them
 // with every call so a settings change applies to the next transition on every replica.
 type CircuitSettings struct {
 	AllowedFails          uint32
-	Cooldown              time.Duration // 0 disables automatic cooldown circuits (SPEC §5.1)
+	Cooldown              time.Duration // 0 disables automatic cooldown circuits (behaviour §5.1)
 	FailureWindow         time.Duration
 	MaxCooldown           time.Duration
 	HalfOpenProbe         time.Duration
@@ -22,9 +22,9 @@ type OpenCause uint8
 
 const (
 	CauseNone OpenCause = iota
-	// CauseTransient: too many transient failures (SPEC §5.1) or a failed probe (SPEC §5.4).
+	// CauseTransient: too many transient failures (behaviour §5.1) or a failed probe (behaviour §5.4).
 	CauseTransient
-	// CauseConfiguration: quarantined after a configuration failure (SPEC §5.6).
+	// CauseConfiguration: quarantined after a configuration failure (behaviour §5.6).
 	CauseConfiguration
 )
 
@@ -40,7 +40,7 @@ func (c OpenCause) String() string {
 }
 
 // Circuit is the stored circuit record of one deployment. Half-open is not stored: an open
-// circuit whose OpenUntil has passed is half-open (SPEC §5.4), so no timer or background job
+// circuit whose OpenUntil has passed is half-open (behaviour §5.4), so no timer or background job
 // is needed to move it there.
 type Circuit struct {
 	Open bool
@@ -59,7 +59,7 @@ type Circuit struct {
 	ClosedAt time.Time
 }
 
-// CircuitState is the state reported to users (SPEC §5.8) plus the probe detail the core
+// CircuitState is the state reported to users (behaviour §5.8) plus the probe detail the core
 // needs.
 type CircuitState uint8
 
@@ -91,7 +91,7 @@ func (c Circuit) State(now time.Time) CircuitState {
 // LastTransition is when the circuit last changed state as of now: the close, the opening
 // (open, reopen, quarantine) or the end of the cooldown (half-open, which is derived and never
 // written). An outcome of an attempt that started before it says nothing about the state the
-// circuit is in now (SPEC §5.5).
+// circuit is in now (behaviour §5.5).
 func (c Circuit) LastTransition(now time.Time) time.Time {
 	switch {
 	case !c.Open:
@@ -122,11 +122,11 @@ func (c Circuit) RetryAfter(now time.Time) time.Duration {
 	}
 }
 
-// Capacity is the capacity circuit of a failure domain (SPEC §4.3, §5.7).
+// Capacity is the capacity circuit of a failure domain (behaviour §4.3, §5.7).
 type Capacity struct {
 	Until time.Time
 	// Quota marks an exhausted quota (e.g. OpenAI insufficient_quota): a configuration-like
-	// outage of the domain rather than a throttle (SPEC §7.3).
+	// outage of the domain rather than a throttle (behaviour §7.3).
 	Quota bool
 }
 
@@ -137,7 +137,7 @@ func (c Capacity) Limited(now time.Time) bool { return now.Before(c.Until) }
 // and tests.
 type Transition struct {
 	// Counted: a transient failure was added to the window (false for a duplicate of the
-	// same request and deployment, SPEC §5.3, or a late failure of an open circuit, SPEC §5.5).
+	// same request and deployment, behaviour §5.3, or a late failure of an open circuit, behaviour §5.5).
 	Counted bool
 	// Opened: the circuit went from closed to open.
 	Opened bool
@@ -145,9 +145,9 @@ type Transition struct {
 	Reopened bool
 	// Closed: a successful probe closed the circuit.
 	Closed bool
-	// Cleared: a success while closed reset the failure count (SPEC §5.2).
+	// Cleared: a success while closed reset the failure count (behaviour §5.2).
 	Cleared bool
-	// Quarantined: a configuration failure opened (or extended) the circuit (SPEC §5.6).
+	// Quarantined: a configuration failure opened (or extended) the circuit (behaviour §5.6).
 	Quarantined bool
 	// CapacityOpened: the failure domain's capacity circuit was opened or extended.
 	CapacityOpened bool
@@ -161,8 +161,8 @@ type Transition struct {
 }
 
 // ApplyFailure applies a transient failure of requestID, whose attempt started at started, to
-// c (SPEC §5.1, §5.3–5.5). firstForRequest says whether this is the first failure of
-// requestID on this deployment (the dedupe, SPEC §5.3, is kept by the store). jitter in
+// c (behaviour §5.1, §5.3–5.5). firstForRequest says whether this is the first failure of
+// requestID on this deployment (the dedupe, behaviour §5.3, is kept by the store). jitter in
 // [0,1) scales the exponential cooldown of a failed probe by up to 25%.
 //
 // This function is the reference semantics: memstore runs it under a lock, and redisstore's
@@ -170,7 +170,7 @@ type Transition struct {
 func ApplyFailure(c Circuit, requestID string, firstForRequest bool, started, now time.Time, s CircuitSettings, jitter float64) (Circuit, Transition) {
 	var t Transition
 	if c.StartedBefore(started, now) {
-		// A late failure (SPEC §5.5): the attempt began before the circuit last changed
+		// A late failure (behaviour §5.5): the attempt began before the circuit last changed
 		// state, e.g. before a probe closed it, so it says nothing about the state now.
 		t.Circuit = c
 		return c, t
@@ -178,7 +178,7 @@ func ApplyFailure(c Circuit, requestID string, firstForRequest bool, started, no
 	switch c.State(now) {
 	case StateCooldown, StateProbing:
 		// Open: late failures of requests that were already in flight cannot extend it
-		// (SPEC §5.5). A probe owner's failure while its probe is live is handled below.
+		// (behaviour §5.5). A probe owner's failure while its probe is live is handled below.
 		if c.State(now) == StateProbing && c.ProbeOwner == requestID {
 			return reopen(c, now, s, jitter)
 		}
@@ -198,7 +198,7 @@ func ApplyFailure(c Circuit, requestID string, firstForRequest bool, started, no
 		return c, t
 	}
 	if c.WindowStart.IsZero() || !now.Before(c.WindowStart.Add(s.FailureWindow)) {
-		// Fixed window (SPEC §5.1): a new window starts with the first failure after the
+		// Fixed window (behaviour §5.1): a new window starts with the first failure after the
 		// previous one ended.
 		c.WindowStart = now
 		c.Failures = 0
@@ -221,9 +221,9 @@ func ApplyFailure(c Circuit, requestID string, firstForRequest bool, started, no
 }
 
 // reopen handles a failed probe: the circuit opens again with an exponential cooldown plus
-// up to 25% jitter, capped at MaxCooldown (SPEC §5.4). The cause stays what first opened the
+// up to 25% jitter, capped at MaxCooldown (behaviour §5.4). The cause stays what first opened the
 // circuit, so a quarantine keeps its base (configurationCooldownSeconds) on every reopen and
-// stays a quarantine for the stop code (SPEC §7.5) until a probe succeeds.
+// stays a quarantine for the stop code (behaviour §7.5) until a probe succeeds.
 func reopen(c Circuit, now time.Time, s CircuitSettings, jitter float64) (Circuit, Transition) {
 	c.Reopens++
 	c.OpenedAt = now
@@ -260,7 +260,7 @@ func ClampJitter(j float64) float64 {
 	return min(j, 1)
 }
 
-// ApplySuccess applies a successful attempt of requestID (SPEC §5.2, §5.4).
+// ApplySuccess applies a successful attempt of requestID (behaviour §5.2, §5.4).
 func ApplySuccess(c Circuit, requestID string, now time.Time) (Circuit, Transition) {
 	var t Transition
 	switch c.State(now) {
@@ -283,7 +283,7 @@ func ApplySuccess(c Circuit, requestID string, now time.Time) (Circuit, Transiti
 }
 
 // ApplyConfigurationFailure quarantines the deployment at once for ConfigurationCooldown
-// (SPEC §5.6), unless the attempt started before the circuit's last transition (SPEC §5.5:
+// (behaviour §5.6), unless the attempt started before the circuit's last transition (behaviour §5.5:
 // a late 401 must not re-quarantine a deployment a probe has just proven). It never shortens
 // a longer open period already in place.
 func ApplyConfigurationFailure(c Circuit, started, now time.Time, s CircuitSettings) (Circuit, Transition) {
@@ -308,7 +308,7 @@ func ApplyConfigurationFailure(c Circuit, started, now time.Time, s CircuitSetti
 
 // ReleaseProbe frees the half-open probe of requestID when its attempt ended without a
 // verdict on recovery (a request fault, the client's cancel, a gateway error, a throttle):
-// the next request may probe at once instead of waiting out halfOpenProbeSeconds (SPEC §5.4).
+// the next request may probe at once instead of waiting out halfOpenProbeSeconds (behaviour §5.4).
 // It reports whether the probe was released.
 func ReleaseProbe(c Circuit, requestID string, now time.Time) (Circuit, bool) {
 	if c.State(now) != StateProbing || c.ProbeOwner != requestID {
@@ -320,7 +320,7 @@ func ReleaseProbe(c Circuit, requestID string, now time.Time) (Circuit, bool) {
 }
 
 // CapacityCooldown is how long a throttle or an exhausted quota closes the failure domain
-// (SPEC §5.7, §7.3): max(throttleCooldownSeconds, Retry-After) for a throttle,
+// (behaviour §5.7, §7.3): max(throttleCooldownSeconds, Retry-After) for a throttle,
 // configurationCooldownSeconds for a quota. Zero for any other effect.
 func CapacityCooldown(e Effect, s CircuitSettings, retryAfter time.Duration) time.Duration {
 	switch e {
@@ -333,8 +333,8 @@ func CapacityCooldown(e Effect, s CircuitSettings, retryAfter time.Duration) tim
 	}
 }
 
-// ApplyCapacity opens or extends a failure domain's capacity circuit until now+d (SPEC §5.7);
-// it never shortens it. quota marks a configuration-like outage (SPEC §7.3).
+// ApplyCapacity opens or extends a failure domain's capacity circuit until now+d (behaviour §5.7);
+// it never shortens it. quota marks a configuration-like outage (behaviour §7.3).
 func ApplyCapacity(c Capacity, now time.Time, d time.Duration, quota bool) (Capacity, bool) {
 	until := now.Add(d)
 	if d <= 0 || !until.After(c.Until) {
@@ -350,7 +350,7 @@ func ApplyCapacity(c Capacity, now time.Time, d time.Duration, quota bool) (Capa
 }
 
 // AcquireProbe applies a probe request to c: it reports whether requestID owns the probe after
-// the call (SPEC §5.4).
+// the call (behaviour §5.4).
 func AcquireProbe(c Circuit, requestID string, now time.Time, ttl time.Duration) (Circuit, bool) {
 	switch c.State(now) {
 	case StateHalfOpen:

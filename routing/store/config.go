@@ -8,11 +8,11 @@ import (
 )
 
 // ConfigStore persists the configuration and tells every replica when it changed
-// (SPEC §11.2). It stores what it is given: validation and the PUT merge rules live in
+// (behaviour §11.2). It stores what it is given: validation and the PUT merge rules live in
 // routing/config, before anything reaches a store.
 //
 // Every write bumps a monotonically increasing version. Secrets (deployment API keys) are
-// kept apart from the rest (SPEC §11.3): LoadConfig returns deployments with apiKey cleared
+// kept apart from the rest (behaviour §11.3): LoadConfig returns deployments with apiKey cleared
 // and the keys in ConfigSnapshot.Secrets, so a read API that serialises the config cannot
 // leak them by accident.
 type ConfigStore interface {

@@ -1,5 +1,5 @@
 // Package store owns the shared routing state switchyard keeps per deployment and per failure
-// domain (SPEC §3–§5) and the persisted configuration (SPEC §11.2), behind the Store interface
+// domain (behaviour §3–§5) and the persisted configuration (behaviour §11.2), behind the Store interface
 // the routing core needs.
 //
 // Two implementations pass one conformance suite (package storetest): memstore, the embedded
@@ -8,7 +8,7 @@
 // Stores never read a clock: every call carries `now`, so the routing core's injected clock
 // (a fake one in tests) is the only source of time, and every transition is computed from
 // stored timestamps rather than from key expiry. Key expiry (TTLs) is only garbage
-// collection, except where SPEC asks for self-expiring state (in-flight entries, SPEC §3.1).
+// collection, except where docs/behaviour.md asks for self-expiring state (in-flight entries, behaviour §3.1).
 package store
 
 import (
@@ -31,16 +31,16 @@ type Store interface {
 // States reads the live state of routing candidates.
 type States interface {
 	// ReadStates fills out[i] with the state of refs[i] as of now: circuit, failure-domain
-	// capacity circuit and metrics. It reads everything fresh (no client-side cache, SPEC §3)
+	// capacity circuit and metrics. It reads everything fresh (no client-side cache, behaviour §3)
 	// and costs one round trip to a shared store. len(out) must be ≥ len(refs).
 	ReadStates(ctx context.Context, now time.Time, refs []DeploymentRef, out []DeploymentState) error
 }
 
-// Attempts records the life of upstream attempts: metrics (SPEC §3) and circuit transitions
-// (SPEC §5).
+// Attempts records the life of upstream attempts: metrics (behaviour §3) and circuit transitions
+// (behaviour §5).
 type Attempts interface {
-	// StartAttempt counts an attempt in flight until Finish or until expires (SPEC §3.1), and
-	// counts it in the current minute's requests (SPEC §3.2).
+	// StartAttempt counts an attempt in flight until Finish or until expires (behaviour §3.1), and
+	// counts it in the current minute's requests (behaviour §3.2).
 	StartAttempt(ctx context.Context, a AttemptStart) error
 	// FinishAttempt ends an attempt: it releases the in-flight entry and applies the effect of
 	// the outcome atomically. It is safe to call for an attempt that was never started or
@@ -57,7 +57,7 @@ type Attempts interface {
 	Unreserve(ctx context.Context, r Reservation) error
 }
 
-// Probes hands out half-open probe ownership (SPEC §5.4).
+// Probes hands out half-open probe ownership (behaviour §5.4).
 type Probes interface {
 	// AcquireProbe makes requestID the owner of deployment's recovery probe when the circuit
 	// is half-open and the probe is free, expired, or already owned by requestID. It reports
@@ -68,13 +68,13 @@ type Probes interface {
 // DeploymentRef names what to read for one candidate.
 type DeploymentRef struct {
 	ID string
-	// Domain is the failure domain whose capacity circuit applies (SPEC §4.3); use
+	// Domain is the failure domain whose capacity circuit applies (behaviour §4.3); use
 	// DomainOf to default it.
 	Domain string
 }
 
 // DomainOf returns the failure domain of a deployment: its declared failureDomain, or its own
-// identity when it has none (SPEC §4.3: "Deployments without it are their own domain").
+// identity when it has none (behaviour §4.3: "Deployments without it are their own domain").
 // Implicit domains live under ImplicitDomainPrefix, whose '/' the failureDomain schema rule
 // forbids (proto/switchyard/config/v1/config.proto), so no configured value can join them.
 func DomainOf(deploymentID, failureDomain string) string {

@@ -103,7 +103,7 @@ func TestBufferedOverLimitIs413(t *testing.T) {
 
 // STREAMED: chunks are sent as they arrive, each answered in order and replaced by its
 // mutation; content-length is removed; header mutations in body responses are
-// ignored (§6 item 5).
+// ignored (docs/design.md §6 item 5).
 func TestStreamedBodyReplacesChunks(t *testing.T) {
 	ps := newProcServer(t)
 	a, ca := oneCluster(t)
@@ -139,7 +139,7 @@ func TestStreamedBodyReplacesChunks(t *testing.T) {
 }
 
 // CONTINUE_AND_REPLACE on request headers replaces the body, drops the original and
-// removes content-length; nothing more is sent for the direction (§6 item 8).
+// removes content-length; nothing more is sent for the direction (docs/design.md §6 item 8).
 func TestContinueAndReplace(t *testing.T) {
 	ps := newProcServer(t)
 	a, ca := oneCluster(t)
@@ -159,7 +159,7 @@ func TestContinueAndReplace(t *testing.T) {
 }
 
 // mode_override on a headers response (allow_mode_override): body mode taken
-// literally, DEFAULT header modes unchanged (§6 item 10). Overriding to NONE means no
+// literally, DEFAULT header modes unchanged (docs/design.md §6 item 10). Overriding to NONE means no
 // body message is sent.
 func TestModeOverride(t *testing.T) {
 	ps := newProcServer(t)
@@ -201,7 +201,7 @@ func TestBufferedPartial(t *testing.T) {
 	}
 }
 
-// Header mutation rules (§6 item 7): x-envoy-* needs allow_envoy, :authority needs
+// Header mutation rules (docs/design.md §6 item 7): x-envoy-* needs allow_envoy, :authority needs
 // allow_all_routing; denied mutations are ignored. Only raw_value is read, so a
 // mutation that sets only `value` writes an empty header; append=true adds a value.
 func TestForbiddenMutationsIgnored(t *testing.T) {

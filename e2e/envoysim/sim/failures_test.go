@@ -163,7 +163,7 @@ func TestImmediateResponseDownstream(t *testing.T) {
 }
 
 // Dynamic metadata: a receiving namespace set by the downstream filter is forwarded
-// (forwarding_namespaces) to the upstream filter of the same request (§6 item 11).
+// (forwarding_namespaces) to the upstream filter of the same request (docs/design.md §6 item 11).
 func TestDynamicMetadataSharedWithUpstreamFilter(t *testing.T) {
 	ps := newProcServer(t)
 	a := newUpstream(t, nil)

@@ -12,7 +12,7 @@ const routeRoleMode = `request_header_mode: SEND, request_body_mode: BUFFERED, r
 
 // The route role's request body answer sets the cluster_header with
 // clear_route_cache; the router then picks that cluster. Also checks the ext_proc
-// wire details (§6 items 1-2): one stream, protocol_config on the first message only,
+// wire details (docs/design.md §6 items 1-2): one stream, protocol_config on the first message only,
 // lower-case keys in raw_value with pseudo-headers, initial metadata, end_of_stream,
 // and that the stream is closed once no more processing is needed.
 func TestClusterHeaderRoutingWithClearRouteCache(t *testing.T) {

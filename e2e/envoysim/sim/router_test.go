@@ -57,7 +57,7 @@ func TestConnectFailure(t *testing.T) {
 }
 
 // A transport failure on priority 0 is retried on priority 1 with
-// previous_priorities (§6 item 15; the trampoline pattern of DESIGN.md).
+// previous_priorities (docs/design.md §6 item 15; the trampoline pattern of docs/design.md).
 func TestPreviousPrioritiesRetryGoesToPriority1(t *testing.T) {
 	p1 := newUpstream(t, nil)
 	e := start(t, cfg{
@@ -214,7 +214,7 @@ func TestPerTryTimeoutBeforeAndAfterCommit(t *testing.T) {
 }
 
 // An upstream reset after the response was committed resets the downstream stream:
-// no retry, no in-band error (§6 item 17).
+// no retry, no in-band error (docs/design.md §6 item 17).
 func TestUpstreamResetAfterCommitResetsClient(t *testing.T) {
 	readFirst := make(chan struct{})
 	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ *recorded) {

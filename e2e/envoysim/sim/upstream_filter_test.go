@@ -14,7 +14,7 @@ import (
 // FULL_DUPLEX_STREAMED on the response of an upstream filter: body chunks go to the
 // server while the headers answer is pending, the response headers are held (the
 // client gets nothing, the router cannot commit) until the server answers them, and
-// only bytes from streamed_response reach the client (§6 item 6, research §4).
+// only bytes from streamed_response reach the client (docs/design.md §6 item 6, docs/design.md §4).
 func TestFullDuplexHoldsResponseHeaders(t *testing.T) {
 	ps := newProcServer(t)
 	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ *recorded) {
@@ -229,7 +229,7 @@ func TestInternalRedirectConditions(t *testing.T) {
 
 // Upstream filters run once per attempt (one gRPC stream each) after the host was
 // chosen: request_attributes give the host's metadata, the cluster and the attempt
-// count, and x-envoy-attempt-count is already updated (§6 items 1, 15).
+// count, and x-envoy-attempt-count is already updated (docs/design.md §6 items 1, 15).
 func TestUpstreamFilterPerAttemptAttributes(t *testing.T) {
 	ps := newProcServer(t)
 	var n atomic.Int32
@@ -291,7 +291,7 @@ func TestUpstreamContinueAndReplace(t *testing.T) {
 
 // The retry decision uses the response headers as they leave the upstream filter
 // chain: an upstream filter holding the headers and answering :status 503 makes the
-// router retry (research §4, router.cc onUpstreamHeaders); a :status below 200 is
+// router retry (docs/design.md §4, router.cc onUpstreamHeaders); a :status below 200 is
 // an invalid mutation and is ignored (Checker::isValidValue).
 func TestRetryOnStatusMutatedByUpstreamFilter(t *testing.T) {
 	ps := newProcServer(t)
@@ -325,7 +325,7 @@ func TestRetryOnStatusMutatedByUpstreamFilter(t *testing.T) {
 	}
 }
 
-// DESIGN.md's attempt role end to end: request headers SEND + body BUFFERED (body
+// docs/design.md's attempt role end to end: request headers SEND + body BUFFERED (body
 // rewritten per attempt with its content-length), response headers SEND + body
 // FULL_DUPLEX_STREAMED: the processor holds the headers, reads the first SSE frame,
 // sees an error and answers the headers with a 307; the route role is re-entered with

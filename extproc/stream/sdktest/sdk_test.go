@@ -129,7 +129,7 @@ var messageParams = anthropic.MessageNewParams{
 
 // TestSDKsRaiseTheErrorEvent: after two content pieces, the error event of AppendError
 // makes each official SDK's streaming iterator stop with an error carrying the request id,
-// rather than end as if the answer were complete (SPEC §8.2).
+// rather than end as if the answer were complete (behaviour §8.2).
 func TestSDKsRaiseTheErrorEvent(t *testing.T) {
 	cut := fp.Fault{End: fp.EndCut, EndAfter: 2}
 	fail := &stream.ErrorInfo{Type: "server_error", Code: "upstream_stream_truncated", Message: "The upstream stream ended early."}
@@ -196,7 +196,7 @@ func TestSDKsRaiseTheErrorEvent(t *testing.T) {
 
 // TestSDKsAcceptUnifiedRouting: the final events rewritten by AppendFinal (and the usage
 // chunk dropped) leave a stream the SDKs read to the end without error, whole, with
-// unified_routing where SPEC §10.1 puts it.
+// unified_routing where behaviour §10.1 puts it.
 func TestSDKsAcceptUnifiedRouting(t *testing.T) {
 	const text = "Hello from the fake provider."
 	t.Run("openai chat", func(t *testing.T) {

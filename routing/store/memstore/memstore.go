@@ -2,7 +2,7 @@
 // replica and the reference the Redis store is held to by the conformance suite.
 //
 // All state sits behind one mutex. Circuit transitions use the reference functions of
-// package store, so the memory store is the executable form of SPEC §5.
+// package store, so the memory store is the executable form of behaviour §5.
 package memstore
 
 import (
@@ -47,7 +47,7 @@ func (s *Store) Close() error {
 type deployment struct {
 	circuit store.Circuit
 
-	inFlight   map[string]time.Time // attempt id → expiry (SPEC §3.1)
+	inFlight   map[string]time.Time // attempt id → expiry (behaviour §3.1)
 	nextExpiry time.Time            // earliest expiry in inFlight, to sweep lazily
 
 	minute int64 // bucket of rpm/tpm
@@ -59,7 +59,7 @@ type deployment struct {
 
 	health [store.HealthBuckets]store.HealthBucket
 
-	// counted remembers requests that already counted a failure (SPEC §5.3).
+	// counted remembers requests that already counted a failure (behaviour §5.3).
 	counted      map[string]time.Time
 	countedSweep time.Time
 }
@@ -189,7 +189,7 @@ func (s *Store) FinishAttempt(_ context.Context, f store.AttemptFinish) (store.T
 	}
 	switch f.Effect {
 	case store.EffectNeutral, store.EffectThrottle, store.EffectQuota:
-		// No verdict on recovery: a probe this attempt owned is free again (SPEC §5.4).
+		// No verdict on recovery: a probe this attempt owned is free again (behaviour §5.4).
 		d.circuit, t.ProbeReleased = store.ReleaseProbe(d.circuit, f.RequestID, f.Now)
 		t.Circuit = d.circuit
 	}
@@ -236,7 +236,7 @@ func (d *deployment) recordHealth(now time.Time, success bool) {
 	d.health[store.HealthSlot(minute)].Record(minute, success)
 }
 
-// alreadyCounted reports whether requestID already counted a failure here (SPEC §5.3).
+// alreadyCounted reports whether requestID already counted a failure here (behaviour §5.3).
 func (d *deployment) alreadyCounted(requestID string, now time.Time) bool {
 	exp, ok := d.counted[requestID]
 	return ok && now.Before(exp)

@@ -19,7 +19,7 @@ import (
 // The configuration is stored as deterministic proto binary: one string for the router
 // settings, one hash per collection (deployments by id, chains by (model, reason), policies
 // by model) and the API keys in a hash of their own, so nothing that reads the deployments
-// can return a key by accident (SPEC §11.3). Every write is one script that also bumps the
+// can return a key by accident (behaviour §11.3). Every write is one script that also bumps the
 // version and publishes it (lua/config_*.lua).
 
 // encode is deterministic proto binary, so equal configurations store equal bytes.

@@ -1,6 +1,6 @@
 // Package redisstore owns switchyard's Redis-backed store.Store: the shared routing state of
 // many gateway replicas (circuits, failure-domain capacity, in-flight attempts and metrics,
-// SPEC §3–§5) and the persisted configuration with its change notifications (SPEC §11.2).
+// behaviour §3–§5) and the persisted configuration with its change notifications (behaviour §11.2).
 //
 // It also owns Resilient, the wrapper that keeps routing on process-local state while Redis
 // is unreachable and returns to Redis when it answers again.

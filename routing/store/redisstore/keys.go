@@ -26,7 +26,7 @@ func (k keyspace) state(dep string) string { return k.prefix + "{d:" + dep + "}:
 // state record's in-flight summary is computed from.
 func (k keyspace) inflight(dep string) string { return k.prefix + "{d:" + dep + "}:inflight" }
 
-// counted marks that request already counted a transient failure on dep (SPEC §5.3).
+// counted marks that request already counted a transient failure on dep (behaviour §5.3).
 func (k keyspace) counted(dep, request string) string {
 	return k.prefix + "{d:" + dep + "}:counted:" + request
 }

@@ -66,7 +66,7 @@ func runCircuit(t *testing.T, f Factory) {
 		cs := settings()
 		cs.AllowedFails = 2
 		// Two failures late in one window and two early in the next: a sliding window would
-		// see four within 60 s; the fixed window (SPEC §5.1) sees two and two.
+		// see four within 60 s; the fixed window (behaviour §5.1) sees two and two.
 		fail(t, s, "d1", "a", t0, cs)
 		fail(t, s, "d1", "b", t0.Add(50*time.Second), cs)
 		if tr := fail(t, s, "d1", "c", t0.Add(55*time.Second), cs); !tr.Opened {

@@ -64,7 +64,7 @@ func runMetrics(t *testing.T, f Factory) {
 		}
 		finish(t, s, store.AttemptFinish{DeploymentID: "d1", AttemptID: "a0", RequestID: "r0", Now: t0.Add(5 * time.Second), Effect: store.EffectSuccess, Settings: settings(), Latency: time.Second, CompletionTokens: 10, TotalTokens: 30})
 		finish(t, s, store.AttemptFinish{DeploymentID: "d1", AttemptID: "a1", RequestID: "r1", Now: t0.Add(6 * time.Second), Effect: store.EffectSuccess, Settings: settings(), Latency: time.Second, CompletionTokens: 5, TotalTokens: 12})
-		// A failure adds no tokens (SPEC §3.2: TPM adds totalTokens on success).
+		// A failure adds no tokens (behaviour §3.2: TPM adds totalTokens on success).
 		finish(t, s, store.AttemptFinish{DeploymentID: "d1", AttemptID: "a2", RequestID: "r2", Now: t0.Add(7 * time.Second), Effect: store.EffectTransient, Settings: settings(), TotalTokens: 999})
 		m := state(t, s, "d1", "", t0.Add(30*time.Second)).Metrics
 		if m.RPM != 4 || m.TPM != 42 {

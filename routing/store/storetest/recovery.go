@@ -9,9 +9,9 @@ import (
 )
 
 // runRecovery holds a store to the circuit's recovery rules: a quarantine stays one across
-// failed probes (SPEC §5.4, §5.6), outcomes of attempts older than the circuit's last
-// transition change nothing (SPEC §5.5), and a probe whose owner ends without a verdict is
-// free at once (SPEC §5.4).
+// failed probes (behaviour §5.4, §5.6), outcomes of attempts older than the circuit's last
+// transition change nothing (behaviour §5.5), and a probe whose owner ends without a verdict is
+// free at once (behaviour §5.4).
 func runRecovery(t *testing.T, f Factory) {
 	t.Run("QuarantineKeepsItsCauseAndBaseAcrossReopens", func(t *testing.T) {
 		s, replica := open(t, f)
@@ -81,7 +81,7 @@ func runRecovery(t *testing.T, f Factory) {
 			t.Fatalf("after late failures: %+v, want available with no count", st.Circuit)
 		}
 		// The request was not marked as counted: its next attempt, started after the close,
-		// counts (SPEC §5.3 dedupes counted failures only).
+		// counts (behaviour §5.3 dedupes counted failures only).
 		if tr := finish(t, s, store.AttemptFinish{DeploymentID: "d1", RequestID: "slow", Started: closedAt.Add(time.Second), Now: now, Effect: store.EffectTransient, Settings: cs}); !tr.Counted || !tr.Opened {
 			t.Fatalf("a failure of an attempt started after the close did not open (allowedFails 0): %+v", tr)
 		}

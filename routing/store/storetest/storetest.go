@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every store.Store implementation must pass: the
-// circuit state machine of SPEC §5, the metrics of SPEC §3 and the configuration persistence
-// of SPEC §11.2, asserted through the interface only.
+// circuit state machine of behaviour §5, the metrics of behaviour §3 and the configuration persistence
+// of behaviour §11.2, asserted through the interface only.
 //
 // A store under test is given by a Factory. Calling the replica function it returns several
 // times must give handles onto the same shared state, the way several switchyard replicas
@@ -34,7 +34,7 @@ func Run(t *testing.T, f Factory) {
 // t0 is a fixed instant: stores take time from callers, so the suite never waits on a clock.
 var t0 = time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
 
-// settings mirror SPEC §5's defaults.
+// settings mirror behaviour §5's defaults.
 func settings() store.CircuitSettings {
 	return store.CircuitSettings{
 		AllowedFails:          3,

@@ -1,4 +1,4 @@
-// The sealed attempt state of one logical request (DESIGN.md, "Attempt state"): what the
+// The sealed attempt state of one logical request (docs/design.md, "Attempt state"): what the
 // route role, the attempt role and the trampoline of any replica need to carry the request
 // from one attempt to the next. It travels sealed (AES-256-GCM, extproc/state.go) as dynamic
 // metadata within a pass and as the x-switchyard-state header across internal redirects, so
@@ -149,7 +149,7 @@ func (Mode) EnumDescriptor() ([]byte, []int) {
 }
 
 // Dialect is the API the client spoke, which fixes the shape of the answers and errors the
-// route role gives it (SPEC §13).
+// route role gives it (behaviour §13).
 type Dialect int32
 
 const (
@@ -445,7 +445,7 @@ type State struct {
 	PublicModel string    `protobuf:"bytes,2,opt,name=public_model,json=publicModel" json:"public_model,omitempty"`
 	Operation   Operation `protobuf:"varint,3,opt,name=operation,enum=switchyard.state.v1.Operation" json:"operation,omitempty"`
 	Mode        Mode      `protobuf:"varint,4,opt,name=mode,enum=switchyard.state.v1.Mode" json:"mode,omitempty"`
-	// When the logical request began (SPEC §6: totalMs runs from here).
+	// When the logical request began (behaviour §6: totalMs runs from here).
 	StartUnixNano int64 `protobuf:"fixed64,5,opt,name=start_unix_nano,json=startUnixNano" json:"start_unix_nano,omitempty"`
 	// start + totalMs: the state expires then.
 	DeadlineUnixNano int64   `protobuf:"fixed64,6,opt,name=deadline_unix_nano,json=deadlineUnixNano" json:"deadline_unix_nano,omitempty"`
@@ -610,8 +610,8 @@ func (x *State) GetAllowedModels() []string {
 }
 
 // Attempt is one finished attempt: routing.Attempt, and how the router chose it
-// (routing.Decision), for the route reason of SPEC §10.2 and the unified_routing records of
-// SPEC §10.1.
+// (routing.Decision), for the route reason of behaviour §10.2 and the unified_routing records of
+// behaviour §10.1.
 type Attempt struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	DeploymentId string                 `protobuf:"bytes,1,opt,name=deployment_id,json=deploymentId" json:"deployment_id,omitempty"`
@@ -635,10 +635,10 @@ type Attempt struct {
 	FallbackReason FallbackReason `protobuf:"varint,13,opt,name=fallback_reason,json=fallbackReason,enum=switchyard.state.v1.FallbackReason" json:"fallback_reason,omitempty"`
 	// 0 for the requested model, n for the n-th fallback model this request moved to.
 	FallbackHop uint32 `protobuf:"varint,14,opt,name=fallback_hop,json=fallbackHop" json:"fallback_hop,omitempty"`
-	// The attempt owned its deployment's half-open probe (SPEC §5.4).
+	// The attempt owned its deployment's half-open probe (behaviour §5.4).
 	Probe bool `protobuf:"varint,15,opt,name=probe" json:"probe,omitempty"`
 	// How the deployment was picked (routing.Pick: single, strategy, weighted_fallback) and
-	// whether whenAllOpen "try" ignored open circuits (SPEC §10.1).
+	// whether whenAllOpen "try" ignored open circuits (behaviour §10.1).
 	Pick       string `protobuf:"bytes,16,opt,name=pick" json:"pick,omitempty"`
 	AllOpenTry bool   `protobuf:"varint,17,opt,name=all_open_try,json=allOpenTry" json:"all_open_try,omitempty"`
 	// The provider's own id of its response (request-id, x-request-id, apim-request-id),

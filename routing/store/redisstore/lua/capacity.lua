@@ -1,4 +1,4 @@
--- The capacity circuit of one failure domain (SPEC §4.3, §5.7), exactly store.ApplyCapacity:
+-- The capacity circuit of one failure domain (behaviour §4.3, §5.7), exactly store.ApplyCapacity:
 -- open or extend it until now + d; never shorten it; a quota outage marks it Quota.
 --
 -- KEYS[1] capacity: a string "until|quota" (µs, 0|1), so ReadStates reads it with the

@@ -120,7 +120,7 @@ local function circuit_reply(c)
 end
 
 -- prune drops the in-flight entries that expired by now (an entry counts while now < its
--- expiry, SPEC §3.1), so a crashed replica's entries leave the set with the next write.
+-- expiry, behaviour §3.1), so a crashed replica's entries leave the set with the next write.
 local function prune(inflight, now)
   redis.call('ZREMRANGEBYSCORE', inflight, '-inf', istr(now))
 end

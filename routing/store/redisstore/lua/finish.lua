@@ -1,7 +1,7 @@
 -- FinishAttempt for one deployment: release the in-flight entry and apply the outcome to the
 -- deployment's circuit and metrics in one atomic step. It implements exactly
 -- store.ApplyFailure, store.ApplySuccess and store.ApplyConfigurationFailure plus the metric
--- updates of memstore (SPEC §3, §5). A throttle's effect on the failure domain is
+-- updates of memstore (behaviour §3, §5). A throttle's effect on the failure domain is
 -- capacity.lua, sent in the same pipeline: the domain lives on another slot.
 --
 -- KEYS[1] state   KEYS[2] inflight   KEYS[3] counted:<request>
@@ -59,7 +59,7 @@ local function reopen_cooldown(cause, n)
   return math.floor(d)
 end
 
--- reopen: a failed probe (SPEC §5.4), store.reopen. The cause that opened the circuit stays,
+-- reopen: a failed probe (behaviour §5.4), store.reopen. The cause that opened the circuit stays,
 -- and with it the cooldown base (a quarantine keeps configurationCooldown).
 local function reopen(c)
   c.reo = c.reo + 1
@@ -141,7 +141,7 @@ local function release_probe(c)
   return 0, false
 end
 
--- Health is store.HealthBuckets one-minute buckets (SPEC §3.5): slot store.HealthSlot(minute)
+-- Health is store.HealthBuckets one-minute buckets (behaviour §3.5): slot store.HealthSlot(minute)
 -- (minute mod the count, 1-based here) of st.h holds "minute:successes:failures" for the
 -- latest minute written there: store.HealthBucket.Record (a newer minute resets the slot; a
 -- write for an older minute than the slot holds belongs outside the window and is dropped).

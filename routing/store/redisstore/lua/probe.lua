@@ -1,4 +1,4 @@
--- AcquireProbe (SPEC §5.4), exactly store.AcquireProbe: the first request to ask at a
+-- AcquireProbe (behaviour §5.4), exactly store.AcquireProbe: the first request to ask at a
 -- half-open circuit owns the recovery probe for the probe TTL; the owner asking again keeps
 -- it; everyone else is refused until the owner's TTL runs out.
 --

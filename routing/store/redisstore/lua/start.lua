@@ -1,4 +1,4 @@
--- StartAttempt (SPEC §3.1, §3.2): count the attempt in flight until it finishes or expires,
+-- StartAttempt (behaviour §3.1, §3.2): count the attempt in flight until it finishes or expires,
 -- and count it in the current minute's requests.
 --
 -- KEYS[1] inflight  sorted set: attempt id scored by its expiry (µs)
