@@ -211,6 +211,7 @@ func compileBodyFormat(pb *corev3.SubstitutionFormatString) (*bodyFormat, error)
 	var strs []string
 	switch f := pb.GetFormat().(type) {
 	case *corev3.SubstitutionFormatString_TextFormat:
+		//lint:ignore SA1019 Envoy 1.37/1.38 still accept text_format; the simulator reads what bootstraps carry.
 		b.text = f.TextFormat
 		strs = []string{b.text}
 		if b.contentType == "" {
