@@ -188,6 +188,12 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "in-flight back to 0", func() bool { return g.inFlight("oa", "an", "down") == 0 })
+	// The client has the whole stream before the attempt role records its end (the end of
+	// the response goes out first): wait for the last thing recorded, the request's outcome.
+	eventually(t, "the held stream counted as served", func() bool {
+		n, _ := sum(g.scrape(1), "switchyard_requests_total", "gen_ai_request_model", "gpt-4o", "outcome", "served")
+		return n >= 4
+	})
 
 	route, attempt := g.scrape(0), g.scrape(1)
 	// The attempt role (replica 1) counts attempts, their duration, tokens and TTFT.
