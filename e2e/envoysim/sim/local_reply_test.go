@@ -32,8 +32,9 @@ func TestLocalReplyConfig(t *testing.T) {
 
 	// Envoy's 413: the body overflows while the headers are with the processor.
 	res := e.do("POST", "/v1/messages", strings.Repeat("a", 2048), "X-Cluster", "a")
+	// The overflow may end the processor's stream before it reads the headers: only its
+	// opening is certain.
 	st := ps.next(t, "r")
-	st.Recv(t)
 	r := await(t, res)
 	mustOK(t, r, 413)
 	if r.resp.Header.Get("Content-Type") != "application/json" || gjson.Get(r.body, "type").String() != "error" ||
