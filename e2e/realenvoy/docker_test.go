@@ -71,7 +71,7 @@ type realEnvoy struct{}
 
 func (realEnvoy) host() string { return testcontainers.HostInternal }
 
-func (realEnvoy) start(t *testing.T, bootstrap []byte, forwarded []int, _ *slog.Logger) string {
+func (realEnvoy) start(t *testing.T, bootstrap []byte, forwarded []int, _ []string, _ *slog.Logger) string {
 	t.Helper()
 	image := envoyImage
 	if s := os.Getenv("SWITCHYARD_ENVOY_IMAGE"); s != "" {

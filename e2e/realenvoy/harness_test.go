@@ -89,8 +89,8 @@ type proxy interface {
 	// host is how the proxy reaches this process.
 	host() string
 	// start runs the proxy on bootstrap (JSON) with forwarded the ports it may reach, and
-	// returns the base URL of its ingress listener.
-	start(t *testing.T, bootstrap []byte, forwarded []int, log *slog.Logger) string
+	// returns the base URL of its ingress listener once it holds the route and clusters.
+	start(t *testing.T, bootstrap []byte, forwarded []int, clusters []string, log *slog.Logger) string
 }
 
 // envoySim runs the same bootstrap in envoysim on loopback: the suite's own assertions are
@@ -99,7 +99,7 @@ type envoySim struct{}
 
 func (envoySim) host() string { return "127.0.0.1" }
 
-func (envoySim) start(t *testing.T, bootstrap []byte, _ []int, log *slog.Logger) string {
+func (envoySim) start(t *testing.T, bootstrap []byte, _ []int, clusters []string, log *slog.Logger) string {
 	t.Helper()
 	bs, err := sim.Load(bootstrap)
 	if err != nil {
@@ -117,6 +117,11 @@ func (envoySim) start(t *testing.T, bootstrap []byte, _ []int, log *slog.Logger)
 	wctx, wcancel := context.WithTimeout(ctx, waitFor)
 	defer wcancel()
 	if err := s.WaitForRouteConfigs(wctx, xds.DefaultRouteConfigName); err != nil {
+		t.Fatal(err)
+	}
+	// The route can arrive before the deployments' clusters; a request then meets
+	// cluster_not_found.
+	if err := s.WaitForClusters(wctx, clusters...); err != nil {
 		t.Fatal(err)
 	}
 	return "http://" + s.Addr("ingress")
@@ -201,7 +206,11 @@ func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
 			t.Log(f.logs.String())
 		}
 	})
-	f.base = px.start(t, proxyBootstrap(t, px.host(), extPort, xdsPort), forwarded, log)
+	clusters := make([]string, 0, len(deps))
+	for _, d := range deps {
+		clusters = append(clusters, extproc.ClusterName(d.ID))
+	}
+	f.base = px.start(t, proxyBootstrap(t, px.host(), extPort, xdsPort), forwarded, clusters, log)
 	return f
 }
 
