@@ -34,7 +34,7 @@ func TestLocalReplyConfig(t *testing.T) {
 	res := e.do("POST", "/v1/messages", strings.Repeat("a", 2048), "X-Cluster", "a")
 	// The overflow may end the processor's stream before it reads the headers: only its
 	// opening is certain.
-	st := ps.next(t, "r")
+	ps.next(t, "r")
 	r := await(t, res)
 	mustOK(t, r, 413)
 	if r.resp.Header.Get("Content-Type") != "application/json" || gjson.Get(r.body, "type").String() != "error" ||
@@ -48,7 +48,7 @@ func TestLocalReplyConfig(t *testing.T) {
 	}
 	answered, _ := structpb.NewStruct(map[string]any{"ns": map[string]any{"answered": true}})
 	res = e.do("GET", "/v1/models", "", "X-Cluster", "a")
-	st = ps.next(t, "r")
+	st := ps.next(t, "r")
 	st.Recv(t)
 	st.Send(t, immediate(answered))
 	r = await(t, res)
