@@ -11,17 +11,13 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // The pure functions in this file build every message switchyard sends back to Envoy. They
 // hold no state and take no decisions, so each is table-tested at the protobuf level.
 
-// MetadataNamespace is the dynamic-metadata namespace the roles share within one pass
-// (docs/design.md: the route role writes the sealed state, attempt roles read it through
-// metadata_options.forwarding_namespaces).
-const MetadataNamespace = "switchyard"
-
-// Metadata keys inside MetadataNamespace.
+// Metadata keys inside contract.MetadataNamespace.
 const (
 	metaState = "state"
 	// metaSent marks that the attempt role of a provider attempt released the request to the
@@ -91,7 +87,7 @@ func routeAttempt(m mutation, sealed string) *extprocv3.ProcessingResponse {
 // stateMetadata is the dynamic metadata carrying the sealed state within one pass.
 func stateMetadata(sealed string) *structpb.Struct {
 	return &structpb.Struct{Fields: map[string]*structpb.Value{
-		MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		contract.MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
 			metaState: structpb.NewStringValue(sealed),
 		}}),
 	}}
@@ -100,7 +96,7 @@ func stateMetadata(sealed string) *structpb.Struct {
 // sentMetadata marks, within the pass, that the provider attempt went out.
 func sentMetadata() *structpb.Struct {
 	return &structpb.Struct{Fields: map[string]*structpb.Value{
-		MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		contract.MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
 			metaSent: structpb.NewBoolValue(true),
 		}}),
 	}}
@@ -127,7 +123,7 @@ func localReply(status int, headers []header, body []byte, details string) *extp
 		// ext_proc applies an ImmediateResponse's dynamic_metadata before sending the local
 		// reply (ext_proc.cc onReceiveMessage), so local_reply_config sees it.
 		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
-			MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+			contract.MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
 				metaAnswered: structpb.NewBoolValue(true),
 			}}),
 		}},
@@ -172,7 +168,7 @@ func redirectMutation(location, sealed string) mutation {
 	}
 	m.setHeader(":status", strconv.Itoa(307))
 	m.setHeader("location", location)
-	m.setHeader(HeaderState, sealed)
+	m.setHeader(contract.HeaderState, sealed)
 	return m
 }
 

@@ -7,11 +7,13 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // TestAnswers pins every message switchyard sends Envoy at the protobuf level.
 func TestAnswers(t *testing.T) {
-	m := mutation{remove: []string{"authorization"}, set: []header{{Name: HeaderCluster, Value: "sy-dep-a"}}}
+	m := mutation{remove: []string{"authorization"}, set: []header{{Name: contract.HeaderCluster, Value: "sy-dep-a"}}}
 	for _, tc := range []struct {
 		name string
 		got  *extprocv3.ProcessingResponse

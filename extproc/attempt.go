@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/provider"
 	"github.com/switchyard-gw/switchyard/extproc/stream"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -132,13 +133,13 @@ func (p *attemptProcessor) run() (err error) {
 		case *extprocv3.ProcessingRequest_RequestHeaders:
 			name = "request_headers"
 			if p.phase != attemptAwaitRequestHeaders {
-				return errUnexpected(RoleAttempt, p.phase, msg.req)
+				return errUnexpected(contract.RoleAttempt, p.phase, msg.req)
 			}
 			err = p.onRequestHeaders(ctx, msg.req)
 		case *extprocv3.ProcessingRequest_RequestBody:
 			name = "request_body"
 			if p.phase != attemptAwaitRequestBody {
-				return errUnexpected(RoleAttempt, p.phase, msg.req)
+				return errUnexpected(contract.RoleAttempt, p.phase, msg.req)
 			}
 			err = p.onRequestBody(r.RequestBody)
 		case *extprocv3.ProcessingRequest_RequestTrailers:
@@ -147,7 +148,7 @@ func (p *attemptProcessor) run() (err error) {
 		case *extprocv3.ProcessingRequest_ResponseHeaders:
 			name = "response_headers"
 			if p.phase != attemptAwaitResponseHeaders {
-				return errUnexpected(RoleAttempt, p.phase, msg.req)
+				return errUnexpected(contract.RoleAttempt, p.phase, msg.req)
 			}
 			err = p.onResponseHeaders(ctx, r.ResponseHeaders)
 		case *extprocv3.ProcessingRequest_ResponseBody:
@@ -157,9 +158,9 @@ func (p *attemptProcessor) run() (err error) {
 			name = "response_trailers"
 			err = p.onResponseTrailers(ctx)
 		default:
-			return errUnexpected(RoleAttempt, p.phase, msg.req)
+			return errUnexpected(contract.RoleAttempt, p.phase, msg.req)
 		}
-		p.s.metric.observeMessage(RoleAttempt, name, p.s.clock.Now().Sub(began))
+		p.s.metric.observeMessage(contract.RoleAttempt, name, p.s.clock.Now().Sub(began))
 		if err != nil {
 			return err
 		}
@@ -209,7 +210,7 @@ func (p *attemptProcessor) onRequestHeaders(ctx context.Context, m *extprocv3.Pr
 func (p *attemptProcessor) load(m *extprocv3.ProcessingRequest) error {
 	sealed := metadataString(m.GetMetadataContext(), metaState)
 	if sealed == "" {
-		return fmt.Errorf("no attempt state in dynamic metadata namespace %q", MetadataNamespace)
+		return fmt.Errorf("no attempt state in dynamic metadata namespace %q", contract.MetadataNamespace)
 	}
 	st, err := p.s.sealer.Open(sealed, p.requestID)
 	if err != nil {
@@ -220,7 +221,7 @@ func (p *attemptProcessor) load(m *extprocv3.ProcessingRequest) error {
 	if cur.GetDeploymentId() == "" {
 		return fmt.Errorf("attempt state names no current attempt")
 	}
-	if cluster := attribute(m.GetAttributes(), attributeClusterName).GetStringValue(); cluster != ClusterName(cur.GetDeploymentId()) {
+	if cluster := attribute(m.GetAttributes(), contract.AttributeClusterName).GetStringValue(); cluster != contract.ClusterName(cur.GetDeploymentId()) {
 		return fmt.Errorf("state is for deployment %q but the attempt runs in cluster %q", cur.GetDeploymentId(), cluster)
 	}
 	snap := p.s.router.Config()
@@ -243,7 +244,7 @@ func (p *attemptProcessor) responseTimeout() time.Duration {
 }
 
 func isTrampoline(m *extprocv3.ProcessingRequest) bool {
-	v := attribute(m.GetAttributes(), attributeTrampolineEP)
+	v := attribute(m.GetAttributes(), contract.AttributeTrampoline)
 	return v.GetBoolValue() || v.GetStringValue() == "true"
 }
 
@@ -270,7 +271,7 @@ func (p *attemptProcessor) onRequestBody(b *extprocv3.HttpBody) error {
 		m := strippedRequest(p.headers, []byte{})
 		m.setHeader(":path", TrampolinePath)
 		m.setHeader(":method", http.MethodPost)
-		m.setHeader(HeaderState, p.sealedIn) // the pass's state, as the route role sealed it
+		m.setHeader(contract.HeaderState, p.sealedIn) // the pass's state, as the route role sealed it
 		m.setHeader(HeaderTransport, strconv.Itoa(int(p.transport)))
 		return p.stream.Send(rewriteRequest(p.safe(m), []byte{}, nil))
 	}
@@ -600,7 +601,7 @@ func (p *attemptProcessor) secrets() *failure.Secrets {
 func (p *attemptProcessor) safe(m mutation) mutation {
 	out, dropped := attemptRules.sanitize(m)
 	if len(dropped) > 0 {
-		p.s.log.Error("header mutation entries Envoy would refuse were dropped", "request", p.requestID, "role", RoleAttempt, "dropped", dropped)
+		p.s.log.Error("header mutation entries Envoy would refuse were dropped", "request", p.requestID, "role", contract.RoleAttempt, "dropped", dropped)
 	}
 	return out
 }

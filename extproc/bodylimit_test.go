@@ -8,6 +8,8 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/tidwall/gjson"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // TestRouteRoleRefusesADeclaredLengthOverTheLimit: a content-length over MaxRequestBody is
@@ -16,7 +18,7 @@ import (
 // goes on to the body.
 func TestRouteRoleRefusesADeclaredLengthOverTheLimit(t *testing.T) {
 	cc := newRig(t).serve(t)
-	over := strconv.Itoa(DefaultMaxRequestBody + 1)
+	over := strconv.Itoa(contract.DefaultMaxRequestBody + 1)
 	for _, tc := range []struct {
 		name    string
 		headers []string
@@ -30,7 +32,7 @@ func TestRouteRoleRefusesADeclaredLengthOverTheLimit(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := metadata.AppendToOutgoingContext(context.Background(), HeaderRole, RoleRoute)
+			ctx := metadata.AppendToOutgoingContext(context.Background(), contract.HeaderRole, contract.RoleRoute)
 			s, err := extprocv3.NewExternalProcessorClient(cc).Process(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -46,15 +48,15 @@ func TestRouteRoleRefusesADeclaredLengthOverTheLimit(t *testing.T) {
 			if ir.GetStatus().GetCode() != 413 || !tc.shaped(ir.GetBody()) {
 				t.Fatalf("answer to the headers %v, want the dialect's 413", a)
 			}
-			if !a.GetDynamicMetadata().GetFields()[MetadataNamespace].GetStructValue().GetFields()[metaAnswered].GetBoolValue() {
-				t.Errorf("dynamic metadata %v, want %s.%s", a.GetDynamicMetadata(), MetadataNamespace, metaAnswered)
+			if !a.GetDynamicMetadata().GetFields()[contract.MetadataNamespace].GetStructValue().GetFields()[metaAnswered].GetBoolValue() {
+				t.Errorf("dynamic metadata %v, want %s.%s", a.GetDynamicMetadata(), contract.MetadataNamespace, metaAnswered)
 			}
 		})
 	}
 	t.Run("at the limit", func(t *testing.T) {
 		fs := newRig(t).route(t)
 		a := fs.answer(t, reqHeaders(false, ":method", "POST", ":path", "/v1/chat/completions", "x-request-id", "r",
-			"content-length", strconv.Itoa(DefaultMaxRequestBody)))
+			"content-length", strconv.Itoa(contract.DefaultMaxRequestBody)))
 		if a.GetImmediateResponse() != nil {
 			t.Fatalf("answer %v, want the headers continued", a)
 		}

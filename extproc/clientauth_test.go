@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/testlog"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
@@ -108,7 +109,7 @@ func TestRouteRoleClientKeys(t *testing.T) {
 			}
 			ir := a.GetImmediateResponse()
 			if tc.status == 0 {
-				if v, _ := set(a.GetRequestBody().GetResponse().GetHeaderMutation(), HeaderCluster); v != "sy-dep-a" {
+				if v, _ := set(a.GetRequestBody().GetResponse().GetHeaderMutation(), contract.HeaderCluster); v != "sy-dep-a" {
 					t.Fatalf("answer %v, want an attempt on a", a)
 				}
 				return
@@ -155,9 +156,9 @@ func TestRouteRoleReentrySkipsKeyCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := r.route(t)
-	fs.answer(t, reqHeaders(false, chatHeaders("authorization", "Bearer sk-provider-a", HeaderState, sealed)...))
+	fs.answer(t, reqHeaders(false, chatHeaders("authorization", "Bearer sk-provider-a", contract.HeaderState, sealed)...))
 	a := fs.answer(t, reqBody(chatJSON))
-	if v, _ := set(a.GetRequestBody().GetResponse().GetHeaderMutation(), HeaderCluster); v != "sy-dep-a" {
+	if v, _ := set(a.GetRequestBody().GetResponse().GetHeaderMutation(), contract.HeaderCluster); v != "sy-dep-a" {
 		t.Fatalf("re-entry answer %v, want an attempt", a)
 	}
 	if n := v.called(); n != 0 {
@@ -167,7 +168,7 @@ func TestRouteRoleReentrySkipsKeyCheck(t *testing.T) {
 	forged := []byte(sealed)
 	forged[len(forged)/2] ^= 1
 	fs = r.route(t)
-	a = fs.answer(t, reqHeaders(false, chatHeaders("authorization", "Bearer sk-provider-a", HeaderState, string(forged))...))
+	a = fs.answer(t, reqHeaders(false, chatHeaders("authorization", "Bearer sk-provider-a", contract.HeaderState, string(forged))...))
 	if a.GetImmediateResponse() == nil {
 		a = fs.answer(t, reqBody(chatJSON))
 	}

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // The answers' codec must give Envoy exactly the message protobuf-go would: every answer
@@ -18,7 +20,7 @@ import (
 
 func TestResponseCodecAnswers(t *testing.T) {
 	var m mutation
-	m.setHeader(HeaderCluster, ClusterName("a"))
+	m.setHeader(contract.HeaderCluster, contract.ClusterName("a"))
 	m.removeHeader("authorization")
 	sealed := strings.Repeat("s", 900) // a real state's size: multi-byte lengths at every level
 	answers := map[string]*extprocv3.ProcessingResponse{
@@ -124,7 +126,7 @@ func TestAppendStructRandom(t *testing.T) {
 // through this codec and through gRPC's.
 func BenchmarkResponseCodec(b *testing.B) {
 	var m mutation
-	m.setHeader(HeaderCluster, ClusterName("a"))
+	m.setHeader(contract.HeaderCluster, contract.ClusterName("a"))
 	m.setHeader(headerTimeout, "1800000")
 	m.removeHeader("authorization")
 	answers := map[string]*extprocv3.ProcessingResponse{

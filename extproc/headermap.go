@@ -7,36 +7,25 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // Headers switchyard itself reads or writes.
 const (
-	// HeaderState carries the sealed attempt state across passes, on the 307 and in the
-	// redirected request (docs/design.md).
-	HeaderState = "x-switchyard-state"
-	// HeaderCluster is the route's cluster_header.
-	HeaderCluster = "x-switchyard-cluster"
-	// HeaderRole is the gRPC initial metadata naming the role of a filter instance.
-	HeaderRole = "x-switchyard-role"
 	// HeaderRoutingMetadata asks for the unified_routing object (behaviour §10.1).
 	HeaderRoutingMetadata = "x-unified-routing-metadata"
 	// HeaderTransport tells the trampoline what the attempt role of the trampoline attempt
 	// knows about the transport failure.
 	HeaderTransport = "x-switchyard-transport"
 
-	headerRequestID       = "x-request-id"
-	headerTimeout         = "x-envoy-upstream-rq-timeout-ms"
-	headerPerTryTimeout   = "x-envoy-upstream-rq-per-try-timeout-ms"
-	switchyardPrefix      = "x-switchyard-"
-	envoyPrefix           = "x-envoy-"
-	clusterPrefix         = "sy-dep-"
-	attributesFilterName  = "envoy.filters.http.ext_proc"
-	attributeClusterName  = "xds.cluster_name"
-	attributeTrampolineEP = "xds.upstream_host_metadata.filter_metadata['switchyard']['trampoline']"
+	headerRequestID      = "x-request-id"
+	headerTimeout        = "x-envoy-upstream-rq-timeout-ms"
+	headerPerTryTimeout  = "x-envoy-upstream-rq-per-try-timeout-ms"
+	switchyardPrefix     = "x-switchyard-"
+	envoyPrefix          = "x-envoy-"
+	attributesFilterName = "envoy.filters.http.ext_proc"
 )
-
-// ClusterName is the Envoy cluster of a deployment.
-func ClusterName(deploymentID string) string { return clusterPrefix + deploymentID }
 
 // savedHeaders are the client headers whose original values the state keeps, because an
 // attempt role overwrites or removes them and Envoy builds the redirected request from the
@@ -125,7 +114,7 @@ func (m headerMap) httpHeader() http.Header {
 
 // metadataString reads namespace/key from a metadata context.
 func metadataString(md *corev3.Metadata, key string) string {
-	ns := md.GetFilterMetadata()[MetadataNamespace]
+	ns := md.GetFilterMetadata()[contract.MetadataNamespace]
 	if ns == nil {
 		return ""
 	}
@@ -133,7 +122,7 @@ func metadataString(md *corev3.Metadata, key string) string {
 }
 
 func metadataBool(md *corev3.Metadata, key string) bool {
-	ns := md.GetFilterMetadata()[MetadataNamespace]
+	ns := md.GetFilterMetadata()[contract.MetadataNamespace]
 	if ns == nil {
 		return false
 	}

@@ -13,7 +13,7 @@ import (
 // each tells which deployment served. The attempt role releases a response with every
 // header outside clientResponseHeaders removed and switchyard's request id in the dialect's
 // request-id header; the provider's id goes only into unified_routing
-// (provider_request_id). The route's response_headers_to_remove (ProviderResponseHeaders)
+// (provider_request_id). The route's response_headers_to_remove (contract.ProviderResponseHeaders)
 // removes the known provider headers once more in Envoy, so they go even when the attempt
 // role could not process the response (docs/extproc.md, "When switchyard itself fails").
 
@@ -31,33 +31,6 @@ var clientResponseHeaders = map[string]bool{
 // read: Anthropic's request-id, OpenAI's and Azure's x-request-id, Azure API Management's
 // apim-request-id.
 var providerRequestIDHeaders = [...]string{"request-id", "x-request-id", "apim-request-id", "x-ms-request-id"}
-
-// ProviderResponseHeaders are the provider headers the route removes in Envoy
-// (response_headers_to_remove, xds/route.go and envoy/static-clusters.yaml.tmpl). Envoy
-// removes only names given in full there (header_parser.cc HeaderParser::evaluateHeaders),
-// no prefixes, so this lists the headers of the providers switchyard speaks to; the
-// attempt role's allow-list catches every other one. The request-id headers are not here:
-// the attempt role puts switchyard's id in them, and the route's removal runs after the
-// upstream filters (router.cc Filter::onUpstreamHeaders, finalizeResponseHeaders).
-var ProviderResponseHeaders = []string{
-	// OpenAI (wire-formats §1.4).
-	"openai-organization", "openai-project", "openai-processing-ms", "openai-version", "openai-model",
-	"x-ratelimit-limit-requests", "x-ratelimit-limit-tokens",
-	"x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens",
-	"x-ratelimit-reset-requests", "x-ratelimit-reset-tokens",
-	// Anthropic (wire-formats §3.4).
-	"anthropic-organization-id",
-	"anthropic-ratelimit-requests-limit", "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset",
-	"anthropic-ratelimit-tokens-limit", "anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset",
-	"anthropic-ratelimit-input-tokens-limit", "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset",
-	"anthropic-ratelimit-output-tokens-limit", "anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset",
-	// Azure OpenAI (wire-formats §4).
-	"apim-request-id", "x-ms-request-id", "x-ms-client-request-id", "x-ms-region", "x-ms-rai-invoked",
-	"x-ms-deployment-name", "azureml-model-session",
-	// Any provider's edge.
-	"set-cookie", "alt-svc", "strict-transport-security", "cf-ray", "cf-cache-status",
-	"x-should-retry",
-}
 
 // clientResponse is the mutation that releases a provider's response headers h to the
 // client: every header outside the allow-list removed, switchyard's requestID in family's

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -77,7 +78,7 @@ func benchConn(b *testing.B, srv extprocv3.ExternalProcessorServer) extprocv3.Ex
 
 // exchange opens one stream as role, sends msgs and reads want answers.
 func exchange(b *testing.B, c extprocv3.ExternalProcessorClient, role string, msgs []*extprocv3.ProcessingRequest, want int) {
-	ctx := metadata.AppendToOutgoingContext(context.Background(), HeaderRole, role)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), contract.HeaderRole, role)
 	s, err := c.Process(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -153,10 +154,10 @@ func BenchmarkRouteRole(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		t := time.Now()
-		exchange(b, sy, RoleRoute, msgs, 2)
+		exchange(b, sy, contract.RoleRoute, msgs, 2)
 		routeT += time.Since(t)
 		t = time.Now()
-		exchange(b, noop, RoleRoute, msgs, 2)
+		exchange(b, noop, contract.RoleRoute, msgs, 2)
 		noopT += time.Since(t)
 		t = time.Now()
 		router.Decide(context.Background(), req, &routing.History{})
@@ -185,10 +186,10 @@ func BenchmarkAttemptRoleJSON(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{MetadataNamespace: {Fields: map[string]*structpb.Value{
+	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
 		metaState: structpb.NewStringValue(sealed)}}}}
 	attrs := map[string]*structpb.Struct{attributesFilterName: {Fields: map[string]*structpb.Value{
-		attributeClusterName: structpb.NewStringValue(ClusterName("a"))}}}
+		contract.AttributeClusterName: structpb.NewStringValue(contract.ClusterName("a"))}}}
 	respBody := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Hello from the provider, a reasonably sized answer."},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":12,"total_tokens":1012}}`)
 	msgs := []*extprocv3.ProcessingRequest{
 		{MetadataContext: md, Attributes: attrs, Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: hdrs(
@@ -206,10 +207,10 @@ func BenchmarkAttemptRoleJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		t := time.Now()
-		exchange(b, sy, RoleAttempt, msgs, 4)
+		exchange(b, sy, contract.RoleAttempt, msgs, 4)
 		syT += time.Since(t)
 		t = time.Now()
-		exchange(b, noop, RoleAttempt, msgs, 4)
+		exchange(b, noop, contract.RoleAttempt, msgs, 4)
 		noopT += time.Since(t)
 		n++
 	}
@@ -238,10 +239,10 @@ func BenchmarkAttemptRoleStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{MetadataNamespace: {Fields: map[string]*structpb.Value{
+	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
 		metaState: structpb.NewStringValue(sealed)}}}}
 	attrs := map[string]*structpb.Struct{attributesFilterName: {Fields: map[string]*structpb.Value{
-		attributeClusterName: structpb.NewStringValue(ClusterName("a"))}}}
+		contract.AttributeClusterName: structpb.NewStringValue(contract.ClusterName("a"))}}}
 	setup := []*extprocv3.ProcessingRequest{
 		{MetadataContext: md, Attributes: attrs, Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: hdrs(
 			":method", "POST", ":path", "/v1/chat/completions", ":authority", "gw.example", ":scheme", "https",
@@ -265,7 +266,7 @@ func BenchmarkAttemptRoleStream(b *testing.B) {
 	// run sends the setup and the first chunk (the commit) untimed, then the other chunks
 	// one by one; it returns their time and allocations.
 	run := func(c extprocv3.ExternalProcessorClient, setupAnswers int) (time.Duration, uint64) {
-		ctx := metadata.AppendToOutgoingContext(context.Background(), HeaderRole, RoleAttempt)
+		ctx := metadata.AppendToOutgoingContext(context.Background(), contract.HeaderRole, contract.RoleAttempt)
 		s, err := c.Process(ctx)
 		if err != nil {
 			b.Fatal(err)

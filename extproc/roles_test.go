@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
@@ -192,7 +193,7 @@ func TestRouteRoleMovesToADeployment(t *testing.T) {
 		t.Fatalf("body answer %v", a)
 	}
 	hm := body.GetHeaderMutation()
-	if v, _ := set(hm, HeaderCluster); v != "sy-dep-a" {
+	if v, _ := set(hm, contract.HeaderCluster); v != "sy-dep-a" {
 		t.Errorf("cluster %q", v)
 	}
 	if !removes(hm, "authorization") || !removes(hm, "x-envoy-retry-on") {
@@ -204,7 +205,7 @@ func TestRouteRoleMovesToADeployment(t *testing.T) {
 	if v, _ := set(hm, headerPerTryTimeout); v != "600000" {
 		t.Errorf("per-try timeout %q, want responseMs", v)
 	}
-	sealed := a.GetDynamicMetadata().GetFields()[MetadataNamespace].GetStructValue().GetFields()[metaState].GetStringValue()
+	sealed := a.GetDynamicMetadata().GetFields()[contract.MetadataNamespace].GetStructValue().GetFields()[metaState].GetStringValue()
 	st, err := r.srv.sealer.Open(sealed, "req-1")
 	if err != nil {
 		t.Fatal(err)
@@ -285,17 +286,17 @@ func TestRouteRoleReentryRestoresClientHeaders(t *testing.T) {
 	fs := r.route(t)
 	// Envoy rebuilt the request from the headers as shipped to a: a's key, a's length.
 	fs.answer(t, reqHeaders(false, ":method", "POST", ":path", "/v1/chat/completions", ":authority", "gw", ":scheme", "http",
-		"x-request-id", "req-1", "authorization", "Bearer sk-provider-a", "content-length", "70", HeaderState, sealed,
+		"x-request-id", "req-1", "authorization", "Bearer sk-provider-a", "content-length", "70", contract.HeaderState, sealed,
 		"x-envoy-original-url", "https://a.example/v1/chat/completions"))
 	a := fs.answer(t, reqBody(chatJSON))
 	hm := a.GetRequestBody().GetResponse().GetHeaderMutation()
-	if v, _ := set(hm, HeaderCluster); v != "sy-dep-b" {
+	if v, _ := set(hm, contract.HeaderCluster); v != "sy-dep-b" {
 		t.Errorf("cluster %q, want failover to b", v)
 	}
 	if v, _ := set(hm, "content-length"); v != "63" {
 		t.Errorf("content-length %q, want the client's", v)
 	}
-	if !removes(hm, "authorization") || !removes(hm, HeaderState) || !removes(hm, "x-envoy-original-url") {
+	if !removes(hm, "authorization") || !removes(hm, contract.HeaderState) || !removes(hm, "x-envoy-original-url") {
 		t.Errorf("removals %v", hm.GetRemoveHeaders())
 	}
 	if _, ok := set(hm, "authorization"); ok {
@@ -343,10 +344,10 @@ func (r *rig) attemptStateOf(t *testing.T, id string, stream bool) (*corev3.Meta
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{MetadataNamespace: {Fields: map[string]*structpb.Value{
+	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
 		metaState: structpb.NewStringValue(sealed)}}}}
 	attrs := map[string]*structpb.Struct{attributesFilterName: {Fields: map[string]*structpb.Value{
-		attributeClusterName: structpb.NewStringValue(ClusterName(id))}}}
+		contract.AttributeClusterName: structpb.NewStringValue(contract.ClusterName(id))}}}
 	return md, attrs
 }
 
@@ -393,7 +394,7 @@ func TestAttemptRoleRewritesAndPassesASuccess(t *testing.T) {
 	if v, _ := set(hm, "content-length"); v != itoa(len(newBody)) {
 		t.Errorf("content-length %q for %d bytes", v, len(newBody))
 	}
-	if !a.GetDynamicMetadata().GetFields()[MetadataNamespace].GetStructValue().GetFields()[metaSent].GetBoolValue() {
+	if !a.GetDynamicMetadata().GetFields()[contract.MetadataNamespace].GetStructValue().GetFields()[metaSent].GetBoolValue() {
 		t.Error("no sent mark")
 	}
 	fs.in <- respHeaders(false, ":status", "200", "content-type", "application/json")
@@ -431,7 +432,7 @@ func TestAttemptRoleRedirectsAFailure(t *testing.T) {
 	if v, _ := set(hm, "location"); v != "http://gw/v1/chat/completions" {
 		t.Errorf("location %q", v)
 	}
-	sealed, _ := set(hm, HeaderState)
+	sealed, _ := set(hm, contract.HeaderState)
 	st, err := r.srv.sealer.Open(sealed, "req-1")
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +452,7 @@ func TestAttemptRoleClusterMismatchNeverCallsWithCredentials(t *testing.T) {
 		&configv1.Deployment{Id: "b", PublicModel: "gpt-4o", Provider: "openai", BaseUrl: "https://b.example", ProviderModel: "m"})
 	md, _ := r.attemptState(t, "a")
 	attrs := map[string]*structpb.Struct{attributesFilterName: {Fields: map[string]*structpb.Value{
-		attributeClusterName: structpb.NewStringValue(ClusterName("b"))}}}
+		contract.AttributeClusterName: structpb.NewStringValue(contract.ClusterName("b"))}}}
 	fs, _, _ := r.attempt(t)
 	fs.answer(t, attemptHeaders1(md, attrs, "authorization", "Bearer leaked"))
 	c := fs.answer(t, reqBody(chatJSON)).GetRequestBody().GetResponse()
@@ -466,7 +467,7 @@ func TestAttemptRoleClusterMismatchNeverCallsWithCredentials(t *testing.T) {
 	}
 	h := fs.answer(t, respHeaders(true, ":status", "401"))
 	hm := h.GetResponseHeaders().GetResponse().GetHeaderMutation()
-	sealed, _ := set(hm, HeaderState)
+	sealed, _ := set(hm, contract.HeaderState)
 	st, err := r.srv.sealer.Open(sealed, "req-1")
 	if err != nil {
 		t.Fatal(err)
@@ -497,8 +498,8 @@ func TestAttemptRoleCancelReleasesWithoutVerdict(t *testing.T) {
 func TestAttemptRoleTrampolineAttemptForwardsTheState(t *testing.T) {
 	r := newRig(t)
 	md, attrs := r.attemptState(t, "a")
-	attrs[attributesFilterName].Fields[attributeTrampolineEP] = structpb.NewBoolValue(true)
-	md.FilterMetadata[MetadataNamespace].Fields[metaSent] = structpb.NewBoolValue(true)
+	attrs[attributesFilterName].Fields[contract.AttributeTrampoline] = structpb.NewBoolValue(true)
+	md.FilterMetadata[contract.MetadataNamespace].Fields[metaSent] = structpb.NewBoolValue(true)
 	fs, _, _ := r.attempt(t)
 	fs.answer(t, attemptHeaders1(md, attrs, "authorization", "Bearer sk-provider-a"))
 	c := fs.answer(t, reqBody(chatJSON)).GetRequestBody().GetResponse()
@@ -506,7 +507,7 @@ func TestAttemptRoleTrampolineAttemptForwardsTheState(t *testing.T) {
 	if v, _ := set(hm, ":path"); v != TrampolinePath {
 		t.Errorf(":path %q", v)
 	}
-	if v, _ := set(hm, HeaderState); v == "" {
+	if v, _ := set(hm, contract.HeaderState); v == "" {
 		t.Error("no state for the trampoline")
 	}
 	if v, _ := set(hm, HeaderTransport); v != itoa(2) { // failure.TransportReset
@@ -541,7 +542,7 @@ func TestRouteRoleStopsAtTheRedirectBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := r.route(t)
-	fs.answer(t, reqHeaders(false, append(clientHeaders(), HeaderState, sealed)...))
+	fs.answer(t, reqHeaders(false, append(clientHeaders(), contract.HeaderState, sealed)...))
 	ir := fs.answer(t, reqBody(chatJSON)).GetImmediateResponse()
 	if ir == nil || ir.GetStatus().GetCode() != 503 || !strings.Contains(string(ir.GetBody()), "busy upstream") {
 		t.Fatalf("answer %v, want the last upstream's 503", ir)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/provider"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -79,19 +80,19 @@ func (p *routeProcessor) run() error {
 		switch r := req.GetRequest().(type) {
 		case *extprocv3.ProcessingRequest_RequestHeaders:
 			if p.phase != routeAwaitHeaders {
-				return errUnexpected(RoleRoute, p.phase, req)
+				return errUnexpected(contract.RoleRoute, p.phase, req)
 			}
 			err = p.onRequestHeaders(r.RequestHeaders)
-			p.s.metric.observeMessage(RoleRoute, "request_headers", p.s.clock.Now().Sub(began))
+			p.s.metric.observeMessage(contract.RoleRoute, "request_headers", p.s.clock.Now().Sub(began))
 		case *extprocv3.ProcessingRequest_RequestBody:
 			if p.phase != routeAwaitBody {
-				return errUnexpected(RoleRoute, p.phase, req)
+				return errUnexpected(contract.RoleRoute, p.phase, req)
 			}
 			err = p.onRequestBody(ctx, r.RequestBody)
 		case *extprocv3.ProcessingRequest_RequestTrailers:
 			err = p.stream.Send(continueRequestTrailers())
 		default:
-			return errUnexpected(RoleRoute, p.phase, req)
+			return errUnexpected(contract.RoleRoute, p.phase, req)
 		}
 		if err != nil {
 			return err
@@ -166,7 +167,7 @@ func (p *routeProcessor) checkLength() error {
 // there; anything else (a client's forgery, garbage, another request's or an expired state)
 // is counted, stripped with the other x-switchyard-* headers, and the request is new.
 func (p *routeProcessor) openState() {
-	sealed, ok := p.headers.get(HeaderState)
+	sealed, ok := p.headers.get(contract.HeaderState)
 	if !ok {
 		return
 	}
@@ -288,7 +289,7 @@ func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History
 	p.s.metric.moved(req.Model, d.Move)
 	m, dropped := routeRules.sanitize(m)
 	if len(dropped) > 0 {
-		p.s.log.Error("header mutation entries Envoy would refuse were dropped", "request", p.requestID, "role", RoleRoute, "dropped", dropped)
+		p.s.log.Error("header mutation entries Envoy would refuse were dropped", "request", p.requestID, "role", contract.RoleRoute, "dropped", dropped)
 	}
 	return p.stream.Send(routeAttempt(m, sealed))
 }
@@ -324,7 +325,7 @@ func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, p
 			m.removeHeader(name)
 		}
 	}
-	m.setHeader(HeaderCluster, ClusterName(deploymentID))
+	m.setHeader(contract.HeaderCluster, contract.ClusterName(deploymentID))
 	m.setHeader(headerTimeout, strconv.FormatInt(ceilMillis(left), 10))
 	m.setHeader(headerPerTryTimeout, strconv.FormatInt(ceilMillis(min(perTry, left)), 10))
 	return m

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/store"
@@ -61,9 +62,7 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxRedirects   = 10
-	DefaultMaxRequestBody = 32 << 20
-	DefaultWaitMargin     = 2 * time.Second
+	DefaultWaitMargin = 2 * time.Second
 )
 
 // Server is switchyard's ExternalProcessor: Process picks the role of the filter instance
@@ -92,10 +91,10 @@ func NewServer(router *routing.Router, sealer *Sealer, opts Options) *Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxRedirects <= 0 {
-		opts.MaxRedirects = DefaultMaxRedirects
+		opts.MaxRedirects = contract.DefaultMaxRedirects
 	}
 	if opts.MaxRequestBody <= 0 {
-		opts.MaxRequestBody = DefaultMaxRequestBody
+		opts.MaxRequestBody = contract.DefaultMaxRequestBody
 	}
 	if opts.MaxResponseHold <= 0 {
 		opts.MaxResponseHold = opts.MaxRequestBody
@@ -115,26 +114,20 @@ func (s *Server) Register(gs *grpc.Server) {
 	healthpb.RegisterHealthServer(gs, hs)
 }
 
-// Roles, from the filter's grpc_service.initial_metadata x-switchyard-role.
-const (
-	RoleRoute   = "route"
-	RoleAttempt = "attempt"
-)
-
 // Process implements ExternalProcessorServer.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	role := ""
-	if v := metadata.ValueFromIncomingContext(stream.Context(), HeaderRole); len(v) > 0 { // no copy of the metadata
+	if v := metadata.ValueFromIncomingContext(stream.Context(), contract.HeaderRole); len(v) > 0 { // no copy of the metadata
 		role = v[0]
 	}
 	var err error
 	switch role {
-	case RoleRoute:
+	case contract.RoleRoute:
 		err = newRouteProcessor(s, stream).run()
-	case RoleAttempt:
+	case contract.RoleAttempt:
 		err = newAttemptProcessor(s, stream).run()
 	default:
-		return status.Errorf(codes.InvalidArgument, "unknown %s %q: the filter's grpc_service.initial_metadata must name route or attempt", HeaderRole, role)
+		return status.Errorf(codes.InvalidArgument, "unknown %s %q: the filter's grpc_service.initial_metadata must name route or attempt", contract.HeaderRole, role)
 	}
 	if err != nil && !endOfStream(err) {
 		s.log.Warn("ext_proc stream failed", "role", role, "err", err)

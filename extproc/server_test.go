@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // serve runs r's Server on bufconn behind a real gRPC server and returns a client conn.
@@ -37,7 +39,7 @@ func TestServerRefusesAStreamWithoutARole(t *testing.T) {
 	for _, role := range []string{"", "router"} {
 		ctx := context.Background()
 		if role != "" {
-			ctx = metadata.AppendToOutgoingContext(ctx, HeaderRole, role)
+			ctx = metadata.AppendToOutgoingContext(ctx, contract.HeaderRole, role)
 		}
 		s, err := extprocv3.NewExternalProcessorClient(cc).Process(ctx)
 		if err != nil {
@@ -52,7 +54,7 @@ func TestServerRefusesAStreamWithoutARole(t *testing.T) {
 
 func TestServerRouteStreamOverGRPC(t *testing.T) {
 	cc := newRig(t).serve(t)
-	ctx := metadata.AppendToOutgoingContext(context.Background(), HeaderRole, RoleRoute)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), contract.HeaderRole, contract.RoleRoute)
 	s, err := extprocv3.NewExternalProcessorClient(cc).Process(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
@@ -35,7 +36,7 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	requestID := r.Header.Get(headerRequestID)
-	st, err := s.sealer.Open(r.Header.Get(HeaderState), requestID)
+	st, err := s.sealer.Open(r.Header.Get(contract.HeaderState), requestID)
 	if err != nil {
 		s.metric.stateRejected(RejectionReason(err))
 		s.log.Warn("trampoline: attempt state rejected", "request", requestID, "reason", string(RejectionReason(err)))
@@ -78,7 +79,7 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", originalURL(st))
-	w.Header().Set(HeaderState, sealed)
+	w.Header().Set(contract.HeaderState, sealed)
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusTemporaryRedirect)
 }

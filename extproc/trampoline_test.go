@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -25,7 +26,7 @@ func TestTrampolineWithoutConfiguration(t *testing.T) {
 	}
 	req := httptest.NewRequest(http.MethodPost, TrampolinePath, nil)
 	req.Header.Set(headerRequestID, st.RequestId)
-	req.Header.Set(HeaderState, sealed)
+	req.Header.Set(contract.HeaderState, sealed)
 	rec := httptest.NewRecorder()
 	srv.Trampoline().ServeHTTP(rec, req)
 	if rec.Code != http.StatusBadGateway {

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
@@ -49,7 +49,7 @@ func TestShippedBootstraps(t *testing.T) {
 			// deployment clusters do (docs/xds.md, "circuit_breakers").
 			lifted := 0
 			for _, c := range bs.GetStaticResources().GetClusters() {
-				if n := c.GetName(); strings.HasPrefix(n, "switchyard_extproc") || strings.HasPrefix(n, extproc.ClusterName("")) {
+				if n := c.GetName(); strings.HasPrefix(n, "switchyard_extproc") || strings.HasPrefix(n, contract.ClusterName("")) {
 					lifted++
 					if !proto.Equal(c.GetCircuitBreakers(), liftedCircuitBreakers()) {
 						t.Errorf("cluster %s: circuit_breakers %v, want %v", n, c.GetCircuitBreakers(), liftedCircuitBreakers())
@@ -111,7 +111,7 @@ func renderStaticTemplate(t *testing.T, path string) []byte {
 	var out bytes.Buffer
 	err = tmpl.Execute(&out, map[string]any{
 		"ListenPort":     0,
-		"MaxRedirects":   extproc.DefaultMaxRedirects,
+		"MaxRedirects":   contract.DefaultMaxRedirects,
 		"ConnectTimeout": "1s",
 		"ExtProc":        endpoint{Host: "127.0.0.1", Port: 9002},
 		"AttemptExtProc": endpoint{Host: "127.0.0.1", Port: 9002},
@@ -157,10 +157,10 @@ func TestStaticTemplateRemovesProviderHeaders(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Equal(got, extproc.ProviderResponseHeaders) {
-		t.Fatalf("static template removes %v,\nwant extproc.ProviderResponseHeaders %v", got, extproc.ProviderResponseHeaders)
+	if !slices.Equal(got, contract.ProviderResponseHeaders()) {
+		t.Fatalf("static template removes %v,\nwant contract.ProviderResponseHeaders() %v", got, contract.ProviderResponseHeaders())
 	}
-	if pub := buildRoute(Options{}).GetVirtualHosts()[0].GetRoutes()[0].GetResponseHeadersToRemove(); !slices.Equal(pub, extproc.ProviderResponseHeaders) {
+	if pub := buildRoute(Options{}).GetVirtualHosts()[0].GetRoutes()[0].GetResponseHeadersToRemove(); !slices.Equal(pub, contract.ProviderResponseHeaders()) {
 		t.Fatalf("published route removes %v", pub)
 	}
 }

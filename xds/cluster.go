@@ -24,7 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
@@ -40,13 +40,6 @@ const (
 	transportSocketMatchNS = "envoy.transport_socket_match"
 	// endpointLabel is switchyard's label in that namespace: provider or trampoline.
 	endpointLabel = "switchyard.endpoint"
-	// trampolineKey marks the trampoline endpoint in the switchyard namespace; the attempt
-	// role reads it through the request attribute below.
-	trampolineKey = "trampoline"
-	// The attempt role's request attributes: must equal extproc's attributeClusterName and
-	// attributeTrampolineEP (the xDS end-to-end test fails when they disagree).
-	attributeClusterName  = "xds.cluster_name"
-	attributeTrampolineEP = "xds.upstream_host_metadata.filter_metadata['switchyard']['trampoline']"
 )
 
 // upstream is a deployment's provider endpoint, from its base URL.
@@ -98,7 +91,7 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 		return nil, fmt.Errorf("deployment %q: %w", d.ID, err)
 	}
 	tHost, tPort, _ := splitPort(o.Trampoline) // checked by withDefaults
-	name := extproc.ClusterName(d.ID)
+	name := contract.ClusterName(d.ID)
 	c := &clusterv3.Cluster{
 		Name:                 name,
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: discoveryType(up.host, tHost)},
@@ -118,8 +111,8 @@ func buildCluster(d *config.Deployment, o Options) (*clusterv3.Cluster, error) {
 				}},
 				{Priority: 1, LbEndpoints: []*endpointv3.LbEndpoint{
 					lbEndpoint(tHost, tPort, map[string]*structpb.Struct{
-						transportSocketMatchNS:    label("trampoline"),
-						extproc.MetadataNamespace: {Fields: map[string]*structpb.Value{trampolineKey: structpb.NewBoolValue(true)}},
+						transportSocketMatchNS:     label("trampoline"),
+						contract.MetadataNamespace: {Fields: map[string]*structpb.Value{contract.MetadataTrampoline: structpb.NewBoolValue(true)}},
 					}),
 				}},
 			},
@@ -257,11 +250,11 @@ func attemptProtocolOptions(o Options) *httpv3.HttpProtocolOptions {
 
 // attemptExtProc is the attempt role's filter (docs/design.md item 2).
 func attemptExtProc(o Options) *extprocv3.ExternalProcessor {
-	ns := &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{extproc.MetadataNamespace}}
+	ns := &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{contract.MetadataNamespace}}
 	return &extprocv3.ExternalProcessor{
 		GrpcService: &corev3.GrpcService{
 			TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: o.ExtProcCluster}},
-			InitialMetadata: []*corev3.HeaderValue{{Key: extproc.HeaderRole, Value: extproc.RoleAttempt}},
+			InitialMetadata: []*corev3.HeaderValue{{Key: contract.HeaderRole, Value: contract.RoleAttempt}},
 		},
 		// Envoy ignores every local reply of an upstream ext_proc, its own error replies
 		// included (ext_proc.cc Filter::sendImmediateResponse): fail-open lets a request
@@ -274,7 +267,7 @@ func attemptExtProc(o Options) *extprocv3.ExternalProcessor {
 			ResponseBodyMode:    extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED,
 			ResponseTrailerMode: extprocv3.ProcessingMode_SEND,
 		},
-		RequestAttributes: []string{attributeClusterName, attributeTrampolineEP},
+		RequestAttributes: []string{contract.AttributeClusterName, contract.AttributeTrampoline},
 		MutationRules:     &mutationv3.HeaderMutationRules{AllowAllRouting: wrapperspb.Bool(true)},
 		MetadataOptions:   &extprocv3.MetadataOptions{ForwardingNamespaces: ns, ReceivingNamespaces: ns},
 		MessageTimeout:    durationpb.New(o.AttemptMessageTimeout),

@@ -8,7 +8,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // Options are the parts of the xDS resources that come from switchyard's flags rather than
@@ -22,7 +22,7 @@ type Options struct {
 	// priority-1 endpoint. Required.
 	Trampoline string
 	// MaxInternalRedirects is the route's max_internal_redirects; it must be switchyard's
-	// -max-internal-redirects (extproc.Options.MaxRedirects; default extproc.DefaultMaxRedirects).
+	// -max-internal-redirects (extproc.Options.MaxRedirects; default contract.DefaultMaxRedirects).
 	MaxInternalRedirects uint32
 	// RouteConfigName is the RDS name the bootstrap's HCM asks for (default switchyard).
 	RouteConfigName string
@@ -33,7 +33,7 @@ type Options struct {
 	// the route's request_body_buffer_limit (the largest request body Envoy buffers for the
 	// route role and replays on internal redirects) and every deployment cluster's
 	// per_connection_buffer_limit_bytes (the attempt role's buffered body). Default
-	// extproc.DefaultMaxRequestBody.
+	// contract.DefaultMaxRequestBody.
 	RequestBodyBufferLimit uint64
 	// AttemptMessageTimeout is the attempt-role ext_proc message_timeout (default 5 s).
 	AttemptMessageTimeout time.Duration
@@ -58,7 +58,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.ExtProcCluster = DefaultExtProcCluster
 	}
 	if o.MaxInternalRedirects == 0 {
-		o.MaxInternalRedirects = extproc.DefaultMaxRedirects
+		o.MaxInternalRedirects = contract.DefaultMaxRedirects
 	}
 	if o.RouteConfigName == "" {
 		o.RouteConfigName = DefaultRouteConfigName
@@ -67,7 +67,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	if o.RequestBodyBufferLimit == 0 {
-		o.RequestBodyBufferLimit = extproc.DefaultMaxRequestBody
+		o.RequestBodyBufferLimit = contract.DefaultMaxRequestBody
 	}
 	if o.AttemptMessageTimeout <= 0 {
 		o.AttemptMessageTimeout = DefaultAttemptMessageTimeout

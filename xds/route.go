@@ -1,14 +1,12 @@
 package xds
 
 import (
-	"slices"
-
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	previouspriorities "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // buildRoute is the route configuration of docs/design.md item 5, over RDS so its numbers are
@@ -36,17 +34,17 @@ func buildRoute(o Options) *routev3.RouteConfiguration {
 				// it after the upstream filters and to local replies before their own
 				// headers (source/common/router/header_parser.cc evaluateHeaders, router.cc
 				// onUpstreamHeaders, docs/extproc.md "Response headers").
-				ResponseHeadersToRemove: slices.Clone(extproc.ProviderResponseHeaders),
+				ResponseHeadersToRemove: contract.ProviderResponseHeaders(),
 				Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 					// Set by the route role (with clear_route_cache) to sy-dep-<id>.
-					ClusterSpecifier: &routev3.RouteAction_ClusterHeader{ClusterHeader: extproc.HeaderCluster},
+					ClusterSpecifier: &routev3.RouteAction_ClusterHeader{ClusterHeader: contract.HeaderCluster},
 					// switchyard sets per-attempt timeouts with x-envoy-upstream-rq-*-ms.
 					Timeout:     durationpb.New(0),
 					RetryPolicy: trampolineRetry(),
 					InternalRedirectPolicy: &routev3.InternalRedirectPolicy{
 						MaxInternalRedirects:  wrapperspb.UInt32(o.MaxInternalRedirects),
 						RedirectResponseCodes: []uint32{307},
-						ResponseHeadersToCopy: []string{extproc.HeaderState},
+						ResponseHeadersToCopy: []string{contract.HeaderState},
 					},
 				}},
 			}},

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/xds"
@@ -42,8 +43,8 @@ func (f *dataPlaneFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.xdsAddr, "xds-listen", "127.0.0.1:18000", "address of the xDS (ADS) server publishing the deployment clusters and the route; empty: none")
 	fs.StringVar(&f.trampolineAdvertise, "trampoline-advertise", "", "host:port at which Envoy reaches the trampoline (default: the -trampoline-listen address)")
 	fs.StringVar(&f.stateKeysFile, "state-keys-file", "", "file of the attempt-state keys (base64, current first); else "+extproc.StateKeysEnv)
-	fs.IntVar(&f.maxRedirects, "max-internal-redirects", extproc.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
-	fs.IntVar(&f.maxRequestBody, "max-request-body", extproc.DefaultMaxRequestBody, "largest request body in bytes: bodies above it get the dialect's 413; sizes the ext_proc gRPC message limits, the attempt role's response hold and, over xDS, Envoy's route and cluster buffer limits (the bootstrap listener's per_connection_buffer_limit_bytes must be at least this)")
+	fs.IntVar(&f.maxRedirects, "max-internal-redirects", contract.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
+	fs.IntVar(&f.maxRequestBody, "max-request-body", contract.DefaultMaxRequestBody, "largest request body in bytes: bodies above it get the dialect's 413; sizes the ext_proc gRPC message limits, the attempt role's response hold and, over xDS, Envoy's route and cluster buffer limits (the bootstrap listener's per_connection_buffer_limit_bytes must be at least this)")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long in-flight ext_proc streams may finish on shutdown")
 	fs.StringVar(&f.clientAuth, "client-auth", "", "who authenticates clients (required): keys (switchyard checks client API keys made with POST /admin/client-keys) or envoy (an Envoy filter before ext_proc does, e.g. jwt_authn or ext_authz)")
 	f.extprocTLS.register(fs, "extproc", "ext_proc gRPC server")

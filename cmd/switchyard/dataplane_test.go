@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/testlog"
 )
 
@@ -114,7 +115,7 @@ func behindEnvoyWith(t *testing.T, in, attempt *instance, deps map[string]string
 	tmpl := template.Must(template.ParseFiles("../../envoy/static-clusters.yaml.tmpl"))
 	var yaml bytes.Buffer
 	data := map[string]any{
-		"ListenPort": 0, "MaxRedirects": extproc.DefaultMaxRedirects, "ConnectTimeout": "1s",
+		"ListenPort": 0, "MaxRedirects": contract.DefaultMaxRedirects, "ConnectTimeout": "1s",
 		"ExtProc": hp(in.extproc), "AttemptExtProc": hp(attempt.extproc), "AttemptCluster": "switchyard_extproc",
 		"Trampoline": hp(in.trampoline), "Deployments": eps,
 	}

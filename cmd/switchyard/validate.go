@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
@@ -26,7 +27,7 @@ func validate(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	path := fs.String("config", "", "path of the configuration file, JSON or YAML (required)")
-	maxRedirects := fs.Int("max-internal-redirects", extproc.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
+	maxRedirects := fs.Int("max-internal-redirects", contract.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/xds"
 )
 
@@ -57,7 +57,7 @@ func deploymentClusters(cfgPath string) ([]string, error) {
 	}
 	var out []string
 	for _, id := range gjson.GetBytes(raw, "deployments.#.id").Array() {
-		out = append(out, extproc.ClusterName(id.String()))
+		out = append(out, contract.ClusterName(id.String()))
 	}
 	return out, nil
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/admin"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/redistest"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -116,13 +116,13 @@ func TestAdminChangesReachEnvoyAndEveryReplica(t *testing.T) {
 	}
 	ts := httptest.NewServer(fake)
 	t.Cleanup(func() { fake.Close(); ts.Close() })
-	if hasCluster(g, extproc.ClusterName("c")) {
+	if hasCluster(g, contract.ClusterName("c")) {
 		t.Fatal("envoysim has c's cluster before c exists")
 	}
 	_, v := api1.call(http.MethodPost, "/admin/deployments", `{"id":"c","publicModel":"gpt-4o-mini","provider":"openai",`+
 		`"baseUrl":"`+ts.URL+`","providerModel":"gpt-4o-mini","apiKey":"`+providerKey("c")+`"}`, http.StatusCreated)
 	g.waitForVersion(v)
-	g.waitForXDS(extproc.ClusterName("c"))
+	g.waitForXDS(contract.ClusterName("c"))
 	if _, err := g.openai().Chat.Completions.New(ctxT(t), chat("gpt-4o-mini")); err != nil {
 		t.Fatalf("a request for the new model: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
 // What a client gets when the switchyard replica serving the attempt role dies in the middle
@@ -63,7 +63,7 @@ func TestAttemptRoleDiesDuringTheResponse(t *testing.T) {
 	g := startGateway(t, []deployment{{ID: "oa", Model: "gpt-4o", ProviderModel: "gpt-4o", Kind: fakeprovider.OpenAI, URL: srv, ResponseMs: 2000}}, gatewayOptions{})
 	done := g.postAsync("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil)
 	eventually(t, "the first body chunk reaching the attempt role", func() bool {
-		return g.replicas[0].messages(extproc.RoleAttempt, "response_body") > 0
+		return g.replicas[0].messages(contract.RoleAttempt, "response_body") > 0
 	})
 	g.replicas[0].grpc.Stop()
 	r := awaitResult(t, done)

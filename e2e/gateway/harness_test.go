@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -259,7 +260,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		g.base = "http://" + g.sim.Addr("ingress")
 		var clusters []string
 		for _, d := range deps {
-			clusters = append(clusters, extproc.ClusterName(d.ID))
+			clusters = append(clusters, contract.ClusterName(d.ID))
 		}
 		g.waitForXDS(clusters...)
 		g.dumpLogsOnFailure()
@@ -283,7 +284,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	var yaml bytes.Buffer
 	err = tmpl.Execute(&yaml, map[string]any{
 		"ListenPort":        0,
-		"MaxRedirects":      extproc.DefaultMaxRedirects,
+		"MaxRedirects":      contract.DefaultMaxRedirects,
 		"ConnectTimeout":    "1s",
 		"ExtProc":           endpoint{Host: eh, Port: ep},
 		"AttemptExtProc":    endpoint{Host: ah, Port: ap},

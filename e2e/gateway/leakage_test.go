@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 )
 
@@ -92,7 +93,7 @@ func providerHeader(name string) bool {
 			return true
 		}
 	}
-	for _, h := range extproc.ProviderResponseHeaders {
+	for _, h := range contract.ProviderResponseHeaders() {
 		if name == h {
 			return true
 		}
@@ -200,7 +201,7 @@ func TestProviderHeadersGoWhenTheAttemptRoleIsDown(t *testing.T) {
 			t.Fatalf("status %d body %s", r.status, r.body)
 		}
 		for name := range r.header {
-			for _, h := range extproc.ProviderResponseHeaders {
+			for _, h := range contract.ProviderResponseHeaders() {
 				if strings.EqualFold(name, h) {
 					t.Errorf("listed provider header %s passed: %q", name, r.header.Get(name))
 				}

@@ -10,7 +10,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/xds"
 )
@@ -31,7 +31,7 @@ var modes = []struct {
 // startXDS serves an ADS server following live on a loopback listener; it returns the address.
 func startXDS(t *testing.T, ctx context.Context, live *config.Live, trampoline string, log *slog.Logger) string {
 	t.Helper()
-	srv, err := xds.NewServer(live, xds.Options{Trampoline: trampoline, MaxInternalRedirects: extproc.DefaultMaxRedirects},
+	srv, err := xds.NewServer(live, xds.Options{Trampoline: trampoline, MaxInternalRedirects: contract.DefaultMaxRedirects},
 		log, nil, xds.ServerOptions{PollInterval: followPoll})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -139,7 +140,7 @@ func Start(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	var yaml bytes.Buffer
 	if err := tmpl.Execute(&yaml, map[string]any{
-		"ListenPort": 0, "MaxRedirects": extproc.DefaultMaxRedirects, "ConnectTimeout": "1s",
+		"ListenPort": 0, "MaxRedirects": contract.DefaultMaxRedirects, "ConnectTimeout": "1s",
 		"ExtProc": ext, "AttemptExtProc": ext, "AttemptCluster": "switchyard_extproc", "Trampoline": te, "Deployments": eps,
 	}); err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", o.Template, err)

@@ -32,6 +32,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -208,7 +209,7 @@ func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
 	})
 	clusters := make([]string, 0, len(deps))
 	for _, d := range deps {
-		clusters = append(clusters, extproc.ClusterName(d.ID))
+		clusters = append(clusters, contract.ClusterName(d.ID))
 	}
 	f.base = px.start(t, proxyBootstrap(t, px.host(), extPort, xdsPort), forwarded, clusters, log)
 	return f
