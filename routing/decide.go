@@ -36,8 +36,9 @@ type hop struct {
 // decision is one run of Router.Decide, the state its steps share (the Gateway API
 // Inference Extension's per-cycle state): the request, its history, the configuration and
 // clock reading it decides on, the Decision it builds, and the pooled working slices. It
-// lives on Decide's stack and holds copies of the request and history, not pointers: what
-// the store calls take from it escapes, and the caller's values need not.
+// lives on Decide's stack and holds copies of the request and history, not pointers: escape
+// analysis does not tell its fields apart, so the context it hands the store would take the
+// caller's request and history (and a new request's empty history) to the heap with it.
 type decision struct {
 	r    *Router
 	ctx  context.Context
@@ -53,7 +54,8 @@ type decision struct {
 	maxAttempts int
 	// ignoreCircuits: the whenAllOpen "try" pass is running (behaviour §7.5).
 	ignoreCircuits bool
-	d              Decision
+	// d is the Decision being built.
+	d Decision
 	*scratch
 }
 
