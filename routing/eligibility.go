@@ -37,8 +37,8 @@ func (b blocker) usable() bool { return b == eligible || b == needsProbe }
 // owned by another request stay.
 func (b blocker) byCircuit() bool { return b == blockedCooldown || b == blockedCapacity }
 
-// assess decides a candidate's blocker at now and when it may be used again.
-func assess(c *candidate, now time.Time) {
+// assess decides c's blocker at now and when it may be used again.
+func (c *candidate) assess(now time.Time) {
 	c.block, c.untilAvailable = eligible, 0
 	st := &c.state
 	switch st.Circuit.State(now) {
@@ -70,6 +70,26 @@ func assess(c *candidate, now time.Time) {
 		c.block = blockedLimit
 		c.untilAvailable = nextMinute(now).UnixNano()
 	}
+}
+
+// reopens reports whether c is blocked only for a while, so that when it may be used again
+// is worth advertising as a Retry-After: cooling down, probed by another request, rate
+// limited, or over its limits this minute. A quarantine (its probe included, behaviour §5.6)
+// and an exhausted quota are not expected back soon enough.
+func (c *candidate) reopens() bool {
+	switch c.block {
+	case blockedCooldown, blockedCapacity, blockedLimit:
+		return true
+	case blockedProbe:
+		return c.state.Circuit.Cause != store.CauseConfiguration
+	}
+	return false
+}
+
+// reopensIn is the time from now until c may be used again (meaningful when
+// c.untilAvailable is set).
+func (c *candidate) reopensIn(now time.Time) time.Duration {
+	return time.Unix(0, c.untilAvailable).Sub(now)
 }
 
 // overLimit reports whether d is at or over its rpmLimit or tpmLimit this minute.

@@ -1,95 +1,105 @@
 package routing
 
 import (
-	"time"
-
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
-// plan fills s with the hops of this decision and their candidates (behaviour §7.6, §9.2):
-// for the general reason the requested model then its general fallback chain; for a
-// context-window or content-policy refusal that reason's chain. Models that refused the
-// request are left out, and so are deployments that are switched off, drained (weight 0
-// under a weight-drawn strategy), cannot keep the request's contract (recorded as skips), or
-// used up their own attempt limit. d.Reason and d.ReasonFrom name the chain.
-func (r *Router) plan(snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, s *scratch, d *Decision) {
-	s.hops, s.cands, s.refs, s.disabled, s.drained, s.prior = s.hops[:0], s.cands[:0], s.refs[:0], 0, 0, h.Skips
-	reason, from := d.Reason, d.ReasonFrom
-	crossModel := snap.Policy(req.Model).CrossModelFallbackAllowed
-	if reason == config.ReasonGeneral {
-		r.addHop(snap, req, h, now, left, req.Model, s, d)
-		if !crossModel {
-			return
+// plan fills the decision's hops and their candidates (behaviour §7.6, §9.2), in the order
+// the passes visit them: for the general reason the requested model then its general
+// fallback chain; for a context-window or content-policy refusal that reason's chain. Models
+// that refused the request are left out, and so are deployments that are switched off,
+// drained (weight 0 under a weight-drawn strategy), cannot keep the request's contract
+// (recorded as skips), or used up their own attempt limit. x.d.Reason and x.d.ReasonFrom
+// name the chain.
+func (x *decision) plan() {
+	x.hops, x.cands, x.refs, x.disabled, x.drained = x.hops[:0], x.cands[:0], x.refs[:0], 0, 0
+	crossModel := x.snap.Policy(x.req.Model).CrossModelFallbackAllowed
+	switch {
+	case x.d.Reason == config.ReasonGeneral:
+		x.addHop(x.req.Model)
+		if crossModel {
+			x.addChain(chainFor(x.snap, config.ReasonGeneral, x.req.Model))
 		}
-		if c := chainFor(snap, config.ReasonGeneral, req.Model); c != nil {
-			for _, m := range c.Targets {
-				r.addHop(snap, req, h, now, left, m, s, d)
-			}
-		}
+	case crossModel:
+		x.addChain(chainFor(x.snap, x.d.Reason, x.d.ReasonFrom, x.req.Model))
+	}
+	x.orderHops()
+}
+
+// addChain adds a hop for every target of c, if any.
+func (x *decision) addChain(c *config.Chain) {
+	if c == nil {
 		return
 	}
-	if c := chainFor(snap, reason, from, req.Model); c != nil && crossModel {
-		for _, m := range c.Targets {
-			r.addHop(snap, req, h, now, left, m, s, d)
-		}
+	for _, m := range c.Targets {
+		x.addHop(m)
 	}
 }
 
-func (r *Router) addHop(snap *config.Snapshot, req *Request, h *History, now time.Time, left time.Duration, model string, s *scratch, d *Decision) {
-	for _, hp := range s.hops {
+// addHop adds model's hop with the candidates that may take the request, unless the plan
+// holds it already or the model is out of the request's reach.
+func (x *decision) addHop(model string) {
+	for _, hp := range x.hops {
 		if hp.model == model {
 			return
 		}
 	}
-	if h.refused(model) {
+	if x.h.refused(model) {
 		return
 	}
-	if !req.allows(model) {
-		recordSkip(h.Skips, d, Skip{Model: model, Cause: SkipPolicy, Why: "the API key may not use this model"})
+	if !x.req.allows(model) {
+		x.skip(Skip{Model: model, Cause: SkipPolicy, Why: "the API key may not use this model"})
 		return
 	}
-	g := snap.Groups[model]
+	g := x.snap.Groups[model]
 	if g == nil {
-		recordSkip(h.Skips, d, Skip{Model: model, Cause: SkipUnserved, Why: "no deployments serve this model"})
+		x.skip(Skip{Model: model, Cause: SkipUnserved, Why: "no deployments serve this model"})
 		return
 	}
-	hp := hop{model: model, first: len(s.cands)}
+	hp := hop{model: model, first: len(x.cands)}
 	incompatible := 0
-	drains := drawsByWeight(snap.Settings.Strategy)
 	for _, dep := range g.Deployments {
-		if !dep.Enabled {
-			s.disabled++
-			continue
-		}
-		if drains && dep.Weight == 0 {
-			// Weight 0 is never drawn by the weighted draw, and health-aware multiplies it
-			// away (behaviour §2): a drained deployment takes no traffic, failover included.
-			s.drained++
-			continue
-		}
-		if why := req.Facts.Unmet(dep, req.Stream); why != "" {
+		if x.addCandidate(model, dep) {
 			incompatible++
-			recordSkip(h.Skips, d, Skip{Deployment: dep.ID, Model: model, Cause: SkipCapability, Why: why})
-			continue
 		}
-		if limit := dep.MaxAttempts(req.Operation, req.Mode()); limit > 0 && h.askedOn(dep.ID) >= limit {
-			continue
-		}
-		// A deployment's lower totalMs shortens what its attempts may use, never the request.
-		window := min(left, req.Start.Add(dep.Total(&snap.Settings, req.Operation, req.Mode())).Sub(now))
-		c := candidate{dep: dep, hop: len(s.hops), window: window}
-		if last := h.lastOn(dep.ID); last != nil {
-			c.tried, c.reusable = true, reusableAfter(last)
-		}
-		s.cands = append(s.cands, c)
-		s.refs = append(s.refs, dep.Ref())
 	}
-	hp.end = len(s.cands)
-	if hp.end == hp.first && incompatible > 0 && model != req.Model {
-		recordSkip(h.Skips, d, Skip{Model: model, Cause: SkipCapability, Why: "no deployment of this fallback model keeps the request's contract"})
+	hp.end = len(x.cands)
+	if hp.end == hp.first && incompatible > 0 && model != x.req.Model {
+		x.skip(Skip{Model: model, Cause: SkipCapability, Why: "no deployment of this fallback model keeps the request's contract"})
 	}
-	s.hops = append(s.hops, hp)
+	x.hops = append(x.hops, hp)
+}
+
+// addCandidate adds dep, a deployment of model, to the hop being planned when it may take the
+// request. It reports whether dep was left out for not keeping the request's contract.
+func (x *decision) addCandidate(model string, dep *config.Deployment) (incompatible bool) {
+	if !dep.Enabled {
+		x.disabled++
+		return false
+	}
+	if drawsByWeight(x.snap.Settings.Strategy) && dep.Weight == 0 {
+		// Weight 0 is never drawn by the weighted draw, and health-aware multiplies it
+		// away (behaviour §2): a drained deployment takes no traffic, failover included.
+		x.drained++
+		return false
+	}
+	if why := x.req.Facts.Unmet(dep, x.req.Stream); why != "" {
+		x.skip(Skip{Deployment: dep.ID, Model: model, Cause: SkipCapability, Why: why})
+		return true
+	}
+	if limit := dep.MaxAttempts(x.req.Operation, x.req.Mode()); limit > 0 && x.h.askedOn(dep.ID) >= limit {
+		return false
+	}
+	// A deployment's lower totalMs shortens what its attempts may use, never the request.
+	window := min(x.left, x.req.Start.Add(dep.Total(&x.snap.Settings, x.req.Operation, x.req.Mode())).Sub(x.now))
+	c := candidate{dep: dep, hop: len(x.hops), window: window}
+	if last := x.h.lastOn(dep.ID); last != nil {
+		c.tried, c.reusable = true, reusableAfter(last)
+	}
+	x.cands = append(x.cands, c)
+	x.refs = append(x.refs, dep.Ref())
+	return false
 }
 
 // reusableAfter reports whether a deployment may be asked again in the same request after
@@ -105,30 +115,30 @@ func reusableAfter(a *Attempt) bool {
 	return false
 }
 
-// recordSkip adds s to the decision's skips unless the request recorded it already (prior,
-// the History's skips, or this decision): one record per target and request.
-func recordSkip(prior []Skip, d *Decision, s Skip) {
-	if skipped(prior, s) || skipped(d.Skips, s) {
+// skip adds k to the decision's skips unless the request recorded it already (in its
+// History or in this decision): one record per target and request.
+func (x *decision) skip(k Skip) {
+	if skipped(x.h.Skips, k) || skipped(x.d.Skips, k) {
 		return
 	}
-	d.Skips = append(d.Skips, s)
+	x.d.Skips = append(x.d.Skips, k)
 }
 
-// hopOrder sets s.order: hops in plan order (failover before fallback, behaviour §7.7), unless the
-// requested model's policy turns sameModelFailoverFirst off, in which case after a failure
-// the hops after the failing model come first (behaviour §9.3).
-func (r *Router) hopOrder(snap *config.Snapshot, req *Request, last *Attempt, s *scratch) {
-	s.order = s.order[:0]
+// orderHops sets x.order: hops in plan order (failover before fallback, behaviour §7.7),
+// unless the requested model's policy turns sameModelFailoverFirst off, in which case after
+// a failure the hops after the failing model come first (behaviour §9.3).
+func (x *decision) orderHops() {
+	x.order = x.order[:0]
 	start := 0
-	if last != nil && !snap.Policy(req.Model).SameModelFailoverFirst {
-		for i, hp := range s.hops {
-			if hp.model == last.Model {
+	if x.last != nil && !x.snap.Policy(x.req.Model).SameModelFailoverFirst {
+		for i, hp := range x.hops {
+			if hp.model == x.last.Model {
 				start = i + 1
 				break
 			}
 		}
 	}
-	for k := range s.hops {
-		s.order = append(s.order, (start+k)%len(s.hops))
+	for k := range x.hops {
+		x.order = append(x.order, (start+k)%len(x.hops))
 	}
 }

@@ -6,7 +6,9 @@
 // # The decision flow
 //
 // Router.Decide takes the request's facts and what has happened so far (History: one record
-// per finished attempt) and returns a Decision:
+// per finished attempt) and returns a Decision. It reads as this list: one per-decision value
+// (decision) carries the request, its history and the Decision being built through the steps
+// ended, spent, plan, readStates, assess, firstPass, reuse, allOpen and blocked.
 //
 //  1. Stop early when the last outcome ends the request: a request fault (behaviour §7.3) or a
 //     cancel; a context-window or content-policy refusal switches to that reason's fallback

@@ -50,7 +50,7 @@ func CircuitStates() []string {
 }
 
 // Status reports the deployments of a public model. ok is false for an unknown model. The
-// state is the decision's own eligibility (assess), so the report never disagrees with
+// state is the decision's own eligibility (candidate.assess), so the report never disagrees with
 // routing.
 func (r *Router) Status(ctx context.Context, model string) (statuses []DeploymentStatus, ok bool, err error) {
 	snap := r.config.Load()
@@ -108,10 +108,10 @@ func (r *Router) statuses(ctx context.Context, deps []*config.Deployment, refs [
 			continue
 		}
 		c := candidate{dep: d, state: *st}
-		assess(&c, now)
+		c.assess(now)
 		ds.State, ds.Cause = c.block.report(&c.state)
 		if c.untilAvailable > 0 {
-			ds.RetryAfterMs = ceilMs(time.Unix(0, c.untilAvailable).Sub(now))
+			ds.RetryAfterMs = ceilMs(c.reopensIn(now))
 		}
 		out[i] = ds
 	}

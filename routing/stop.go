@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/switchyard-gw/switchyard/routing/failure"
-	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // upstreamStop ends the request with what the provider said last (behaviour §7.4): its status and
@@ -73,73 +72,84 @@ func deadlineStop(last *Attempt) *StopError {
 		Message: "The request's deadline passed before an upstream could be asked."}
 }
 
-// blockedStop ends a request for which no candidate is eligible. If an upstream was asked,
-// the client hears what it said (behaviour §7.4). Otherwise the blockers decide (behaviour §4.2, §7.5):
-// every candidate quarantined or out of quota → 503 model_unavailable; only rate limits and
-// capacity circuits → 429 rate_limit_exceeded; any cooling circuit → 503 model_overloaded.
-// Both carry the exact time until the first candidate is usable again as Retry-After.
-// When an upstream was asked and its 429 or 503 tells the client to come back, the
-// Retry-After is when what blocks the model reopens, if every candidate is blocked.
-func blockedStop(h *History, s *scratch, d *Decision, model string, now time.Time) *StopError {
-	if last := h.lastAsked(); last != nil {
+// spent returns the stop of a request whose attempt budget (maxAttempts) is spent or whose
+// deadline (totalMs) leaves no room for a meaningful attempt (behaviour §6.4), or nil. When
+// the stop tells the client to come back later (429, 503), the Retry-After must be when what
+// blocks the model reopens, not what the provider said (a capacity circuit may last longer
+// than its Retry-After), so the candidates are surveyed for it.
+func (x *decision) spent() *StopError {
+	var e *StopError
+	switch {
+	case x.h.asked() >= x.maxAttempts:
+		// behaviour §6.4 counts upstream attempts: incompatibilities the gateway found itself
+		// do not spend the budget.
+		e = x.h.FinalStop()
+	case x.left < MinAttemptTime:
+		e = deadlineStop(x.last)
+	default:
+		return nil
+	}
+	if e.comeBackLater() {
+		x.plan()
+		x.readStates()
+		x.assess()
+		x.retryWhenReopened(e)
+	}
+	return e
+}
+
+// comeBackLater reports whether e is the provider's own 429 or 503, which tells the client
+// to retry later.
+func (e *StopError) comeBackLater() bool {
+	return e.Upstream && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable)
+}
+
+// retryWhenReopened sets e's Retry-After to when the first candidate can be used again, if
+// every candidate is blocked and at least one only for a while.
+func (x *decision) retryWhenReopened(e *StopError) {
+	for i := range x.cands {
+		if x.cands[i].block.usable() {
+			return
+		}
+	}
+	if ra, ok := x.soonestReopen(); ok {
+		e.RetryAfter = ra
+	}
+}
+
+// blocked ends a request for which no candidate is eligible. If an upstream was asked,
+// the client hears what it said (behaviour §7.4), with a Retry-After for when what blocks the
+// model reopens when its 429 or 503 tells the client to come back, if every candidate is
+// blocked. Otherwise the blockers decide (behaviour §4.2, §7.5): every candidate quarantined
+// or out of quota → 503 model_unavailable; only rate limits and capacity circuits → 429
+// rate_limit_exceeded; any cooling circuit → 503 model_overloaded. Both carry the exact time
+// until the first candidate is usable again as Retry-After.
+func (x *decision) blocked() *StopError {
+	if last := x.h.lastAsked(); last != nil {
 		e := upstreamStop(last)
-		if ra, ok := soonestReopen(s, now); ok && e.Upstream && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable) {
-			e.RetryAfter = ra
+		if e.comeBackLater() {
+			x.retryWhenReopened(e)
 		}
 		return e
 	}
-	if len(s.cands) == 0 {
-		for _, k := range d.Skips {
-			if k.Cause == SkipCapability {
-				return &StopError{Status: http.StatusBadRequest, Code: "capability_unsupported", Kind: failure.KindInvalidRequest,
-					Message: "No deployment of `" + model + "` supports this request: " + k.Why + "."}
-			}
-		}
-		for _, k := range d.Skips {
-			if k.Cause == SkipPolicy && k.Model == model {
-				// The route role checks the requested model first; this is its backstop.
-				return &StopError{Status: http.StatusForbidden, Code: "model_not_allowed", Kind: failure.KindAuth,
-					Message: "This API key may not use the model `" + model + "`."}
-			}
-		}
-		if s.disabled > 0 && s.drained == 0 {
-			return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "Every deployment of `" + model + "` is switched off."}
-		}
-		if s.drained > 0 {
-			return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "Every deployment of `" + model + "` is switched off or drained (weight 0)."}
-		}
-		return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "No deployment of `" + model + "` can take the request."}
+	if len(x.cands) == 0 {
+		return x.unserved()
 	}
+	model := x.req.Model
 	var cooling, limited, misconfigured int
-	var soonest int64
-	for i := range s.cands {
-		c := &s.cands[i]
-		switch c.block {
-		case blockedProbe:
-			// A quarantine's probe stays a quarantine for everyone else (behaviour §5.6).
-			if c.state.Circuit.Cause == store.CauseConfiguration {
-				misconfigured++
-				continue
-			}
+	for i := range x.cands {
+		c := &x.cands[i]
+		switch {
+		case c.block == blockedCooldown, c.block == blockedProbe && c.reopens():
 			cooling++
-		case blockedCooldown:
-			cooling++
-		case blockedCapacity, blockedLimit:
+		case c.block == blockedCapacity, c.block == blockedLimit:
 			limited++
-		case blockedQuarantine, blockedQuota:
+		case !c.block.usable():
+			// Quarantined (its probe included: behaviour §5.6) or out of quota.
 			misconfigured++
-			continue // not expected back soon enough to advertise
-		default:
-			continue
-		}
-		if c.untilAvailable > 0 && (soonest == 0 || c.untilAvailable < soonest) {
-			soonest = c.untilAvailable
 		}
 	}
-	retryAfter := time.Duration(0)
-	if soonest > 0 {
-		retryAfter = max(time.Unix(0, soonest).Sub(now), 0)
-	}
+	retryAfter, _ := x.soonestReopen()
 	switch {
 	case cooling == 0 && limited == 0 && misconfigured > 0:
 		return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "The model `" + model + "` is unavailable."}
@@ -155,28 +165,45 @@ func blockedStop(h *History, s *scratch, d *Decision, model string, now time.Tim
 	return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "No deployment of `" + model + "` can take the request now."}
 }
 
-// soonestReopen is the exact time until the first candidate can be used again, when every
-// candidate is blocked and at least one only for a while (not quarantined nor out of quota).
-func soonestReopen(s *scratch, now time.Time) (time.Duration, bool) {
-	var soonest int64
-	for i := range s.cands {
-		c := &s.cands[i]
-		switch c.block {
-		case eligible, needsProbe:
-			return 0, false
-		case blockedQuarantine, blockedQuota:
-			continue
-		case blockedProbe:
-			if c.state.Circuit.Cause == store.CauseConfiguration {
-				continue
-			}
-		}
-		if c.untilAvailable > 0 && (soonest == 0 || c.untilAvailable < soonest) {
-			soonest = c.untilAvailable
+// unserved ends a request that planned no candidate at all: its skips, or the kill switches
+// and drains, say why.
+func (x *decision) unserved() *StopError {
+	model := x.req.Model
+	for _, k := range x.d.Skips {
+		if k.Cause == SkipCapability {
+			return &StopError{Status: http.StatusBadRequest, Code: "capability_unsupported", Kind: failure.KindInvalidRequest,
+				Message: "No deployment of `" + model + "` supports this request: " + k.Why + "."}
 		}
 	}
-	if soonest == 0 {
+	for _, k := range x.d.Skips {
+		if k.Cause == SkipPolicy && k.Model == model {
+			// The route role checks the requested model first; this is its backstop.
+			return &StopError{Status: http.StatusForbidden, Code: "model_not_allowed", Kind: failure.KindAuth,
+				Message: "This API key may not use the model `" + model + "`."}
+		}
+	}
+	if x.disabled > 0 && x.drained == 0 {
+		return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "Every deployment of `" + model + "` is switched off."}
+	}
+	if x.drained > 0 {
+		return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "Every deployment of `" + model + "` is switched off or drained (weight 0)."}
+	}
+	return &StopError{Status: http.StatusServiceUnavailable, Code: "model_unavailable", Message: "No deployment of `" + model + "` can take the request."}
+}
+
+// soonestReopen is the one rule for when blocked deployments can be used again: the time
+// until the first candidate blocked only for a while (see candidate.reopens) is usable, if
+// any is.
+func (x *decision) soonestReopen() (time.Duration, bool) {
+	var soonest *candidate
+	for i := range x.cands {
+		c := &x.cands[i]
+		if c.reopens() && c.untilAvailable > 0 && (soonest == nil || c.untilAvailable < soonest.untilAvailable) {
+			soonest = c
+		}
+	}
+	if soonest == nil {
 		return 0, false
 	}
-	return max(time.Unix(0, soonest).Sub(now), 0), true
+	return max(soonest.reopensIn(x.now), 0), true
 }

@@ -160,47 +160,59 @@ type Transition struct {
 	Capacity Capacity
 }
 
-// ApplyFailure applies a transient failure of requestID, whose attempt started at started, to
-// c (behaviour §5.1, §5.3–5.5). firstForRequest says whether this is the first failure of
-// requestID on this deployment (the dedupe, behaviour §5.3, is kept by the store). jitter in
-// [0,1) scales the exponential cooldown of a failed probe by up to 25%.
+// Failure is one transient failure of an attempt, as ApplyFailure applies it.
+type Failure struct {
+	// RequestID is the logical request whose attempt failed: the half-open probe's owner is
+	// one.
+	RequestID string
+	// FirstForRequest says whether this is the first failure of RequestID on this deployment
+	// (the dedupe, behaviour §5.3, is kept by the store).
+	FirstForRequest bool
+	// Started is when the attempt started (zero: unknown, see AttemptFinish.Started); Now is
+	// when it failed.
+	Started, Now time.Time
+	// Jitter in [0,1) scales the exponential cooldown of a failed probe by up to 25%.
+	Jitter float64
+}
+
+// ApplyFailure applies the transient failure f to c (behaviour §5.1, §5.3–5.5).
 //
 // This function is the reference semantics: memstore runs it under a lock, and redisstore's
 // Lua script implements the same steps; the conformance suite holds both to it.
-func ApplyFailure(c Circuit, requestID string, firstForRequest bool, started, now time.Time, s CircuitSettings, jitter float64) (Circuit, Transition) {
+func ApplyFailure(c Circuit, f Failure, s CircuitSettings) (Circuit, Transition) {
 	var t Transition
-	if c.StartedBefore(started, now) {
+	if c.StartedBefore(f.Started, f.Now) {
 		// A late failure (behaviour §5.5): the attempt began before the circuit last changed
 		// state, e.g. before a probe closed it, so it says nothing about the state now.
 		t.Circuit = c
 		return c, t
 	}
-	switch c.State(now) {
+	switch c.State(f.Now) {
 	case StateCooldown, StateProbing:
 		// Open: late failures of requests that were already in flight cannot extend it
 		// (behaviour §5.5). A probe owner's failure while its probe is live is handled below.
-		if c.State(now) == StateProbing && c.ProbeOwner == requestID {
-			return reopen(c, now, s, jitter)
+		if c.State(f.Now) == StateProbing && c.ProbeOwner == f.RequestID {
+			return reopen(c, f.Now, s, f.Jitter)
 		}
 		t.Circuit = c
 		return c, t
 	case StateHalfOpen:
 		// Only the probe's owner decides the half-open outcome; any other failure comes from
 		// a request that started before the circuit opened.
-		if c.ProbeOwner == requestID {
-			return reopen(c, now, s, jitter)
+		if c.ProbeOwner == f.RequestID {
+			return reopen(c, f.Now, s, f.Jitter)
 		}
 		t.Circuit = c
 		return c, t
 	}
-	if !firstForRequest {
+	if !f.FirstForRequest {
 		t.Circuit = c
 		return c, t
 	}
-	if c.WindowStart.IsZero() || !now.Before(c.WindowStart.Add(s.FailureWindow)) {
+	if c.WindowStart.IsZero() || !f.Now.Before(c.WindowStart.Add(s.FailureWindow)) {
 		// Fixed window (behaviour §5.1): a new window starts with the first failure after the
 		// previous one ended.
-		c.WindowStart = now
+		c.WindowStart = f.Now
 		c.Failures = 0
 	}
 	c.Failures++
@@ -208,8 +220,8 @@ func ApplyFailure(c Circuit, requestID string, firstForRequest bool, started, no
 	if c.Failures > s.AllowedFails && s.Cooldown > 0 {
 		c.Open = true
 		c.Cause = CauseTransient
-		c.OpenedAt = now
-		c.OpenUntil = now.Add(s.Cooldown)
+		c.OpenedAt = f.Now
+		c.OpenUntil = f.Now.Add(s.Cooldown)
 		c.Reopens = 0
 		c.ProbeOwner = ""
 		c.ProbeUntil = time.Time{}

@@ -174,8 +174,10 @@ func (s *Store) FinishAttempt(_ context.Context, f store.AttemptFinish) (store.T
 		d.tpm += max(f.TotalTokens, 0)
 	case store.EffectTransient:
 		d.recordHealth(f.Now, false)
-		first := !d.alreadyCounted(f.RequestID, f.Now)
-		d.circuit, t = store.ApplyFailure(d.circuit, f.RequestID, first, f.Started, f.Now, f.Settings, f.Jitter)
+		d.circuit, t = store.ApplyFailure(d.circuit, store.Failure{
+			RequestID: f.RequestID, FirstForRequest: !d.alreadyCounted(f.RequestID, f.Now),
+			Started: f.Started, Now: f.Now, Jitter: f.Jitter,
+		}, f.Settings)
 		if t.Counted {
 			d.markCounted(f.RequestID, f.Now, f.DedupeTTL)
 		}
