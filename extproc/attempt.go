@@ -12,11 +12,11 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/provider"
 	"github.com/switchyard-gw/switchyard/extproc/stream"
 	"github.com/switchyard-gw/switchyard/internal/contract"
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
@@ -67,9 +67,11 @@ type attemptProcessor struct {
 	phase  attemptPhase
 
 	requestID string
-	state     *statev1.State
-	sealedIn  string // the state as it came in dynamic metadata
-	req       routing.Request
+	state     *attemptstate.State
+	// cur is the attempt under way, as the state names it (set when the state opened).
+	cur      attemptstate.Current
+	sealedIn string // the state as it came in dynamic metadata
+	req      routing.Request
 	// snap is the configuration the attempt started under: dep and every setting the
 	// attempt reads come from it, so a reload during the attempt cannot mix two.
 	snap       *config.Snapshot
@@ -80,10 +82,6 @@ type attemptProcessor struct {
 	broken error
 	// started: StartAttempt ran, so FinishAttempt must run exactly once.
 	started, finished bool
-	attemptID         string
-	// reserved is the share of the deployment's minute the route role reserved for this
-	// attempt (behaviour §4.1); its outcome settles it.
-	reserved          store.ReservedTokens
 	startedAt, sentAt time.Time
 	unified           bool
 	transport         failure.Transport // what the trampoline attempt knows of the failure
@@ -186,11 +184,9 @@ func (p *attemptProcessor) onRequestHeaders(ctx context.Context, m *extprocv3.Pr
 	if p.broken != nil {
 		p.s.log.Error("attempt cannot be made", "request", p.requestID, "trampoline", p.trampoline, "err", p.broken)
 	} else if !p.trampoline {
-		p.attemptID = p.state.GetCurrent().GetAttemptId()
-		p.reserved = reservedOf(p.state.GetCurrent())
-		deadline := time.Unix(0, p.state.GetDeadlineUnixNano())
-		p.startedAt = p.s.router.Now()
-		if err := p.s.router.StartAttempt(ctx, p.dep, p.attemptID, deadline, p.reserved); err != nil {
+		p.startedAt = p.s.clock.Now()
+		// The reservation (behaviour §4.1) is settled by the attempt's outcome.
+		if err := p.s.router.StartAttempt(ctx, p.dep, p.cur.ID, p.state.Deadline(), p.cur.Reserved); err != nil {
 			p.s.log.Warn("recording the attempt start failed", "request", p.requestID, "deployment", p.dep.ID, "err", err)
 		}
 		p.started = true
@@ -217,23 +213,24 @@ func (p *attemptProcessor) load(m *extprocv3.ProcessingRequest) error {
 		return fmt.Errorf("opening the attempt state: %w", err)
 	}
 	p.state, p.sealedIn = st, sealed
-	cur := st.GetCurrent()
-	if cur.GetDeploymentId() == "" {
+	cur, ok := st.Current()
+	if !ok {
 		return fmt.Errorf("attempt state names no current attempt")
 	}
-	if cluster := attribute(m.GetAttributes(), contract.AttributeClusterName).GetStringValue(); cluster != contract.ClusterName(cur.GetDeploymentId()) {
-		return fmt.Errorf("state is for deployment %q but the attempt runs in cluster %q", cur.GetDeploymentId(), cluster)
+	p.cur = cur
+	if cluster := attribute(m.GetAttributes(), contract.AttributeClusterName).GetStringValue(); cluster != contract.ClusterName(cur.Deployment) {
+		return fmt.Errorf("state is for deployment %q but the attempt runs in cluster %q", cur.Deployment, cluster)
 	}
 	snap := p.s.router.Config()
-	if snap == nil || snap.Deployments[cur.GetDeploymentId()] == nil {
-		return fmt.Errorf("deployment %q is not configured", cur.GetDeploymentId())
+	if snap == nil || snap.Deployments[cur.Deployment] == nil {
+		return fmt.Errorf("deployment %q is not configured", cur.Deployment)
 	}
-	p.snap, p.dep = snap, snap.Deployments[cur.GetDeploymentId()]
-	if p.req, err = requestOf(st); err != nil {
+	p.snap, p.dep = snap, snap.Deployments[cur.Deployment]
+	if p.req, err = st.Request(); err != nil {
 		return err
 	}
 	if p.trampoline {
-		p.transport = transportGuess(m, cur, p.s.clock.Now(), p.responseTimeout())
+		p.transport = transportGuess(m, cur.Started, p.s.clock.Now(), p.responseTimeout())
 	}
 	return nil
 }
@@ -252,11 +249,11 @@ func isTrampoline(m *extprocv3.ProcessingRequest) bool {
 // no request went out (a connect failure), the per-try timeout fired, or the connection was
 // reset before response headers. Envoy does not say which; the provider attempt's metadata
 // mark and the elapsed time do.
-func transportGuess(m *extprocv3.ProcessingRequest, cur *statev1.Current, now time.Time, perTry time.Duration) failure.Transport {
+func transportGuess(m *extprocv3.ProcessingRequest, started, now time.Time, perTry time.Duration) failure.Transport {
 	if !metadataBool(m.GetMetadataContext(), metaSent) {
 		return failure.TransportConnect
 	}
-	if now.Sub(time.Unix(0, cur.GetStartUnixNano())) >= perTry-perTry/20 {
+	if now.Sub(started) >= perTry-perTry/20 {
 		return failure.TransportTimeout
 	}
 	return failure.TransportReset
@@ -312,7 +309,7 @@ func (p *attemptProcessor) rewrite(body []byte) (provider.Rewrite, error) {
 	if err != nil {
 		return provider.Rewrite{}, err
 	}
-	d := dialectOf(p.state.GetDialect())
+	d := p.state.Dialect()
 	if p.req.Stream && d == dialect.Chat { // only a Chat stream's usage chunk depends on it
 		p.clientUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
 	}
@@ -460,9 +457,9 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 	}
 	latency := now.Sub(p.sentAt)
 	if c.Class == failure.ClassNone {
-		u := stream.UsageOf(dialectOf(p.state.GetDialect()), p.held)
+		u := stream.UsageOf(p.state.Dialect(), p.held)
 		p.finishSuccess(u.Completion, u.Total)
-		body := withPublicModel(p.held, p.state.GetCurrent().GetModel())
+		body := withPublicModel(p.held, p.cur.Model)
 		if p.unified {
 			body = withUnifiedRouting(body, p.unifiedRouting(latency.Milliseconds()))
 		}
@@ -474,33 +471,22 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 		}
 		return p.stream.Send(streamedBody(body, endOfStream))
 	}
-	t := p.finish(routing.Result{Classification: c, Latency: latency})
-	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", p.state.GetCurrent().GetDeploymentId(),
-		"model", p.state.GetCurrent().GetModel(), "status", p.status, "class", c.Class.String(), "kind", string(c.Kind),
-		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t),
-		"time_left_ms", time.Unix(0, p.state.GetDeadlineUnixNano()).Sub(now).Milliseconds(), "provider_request_id", p.providerRequestID())
-	return p.redirect(c, latency, hadBody)
+	return p.redirect(c, latency, hadBody, via{})
 }
 
-// redirect records the attempt's outcome in the state and sends the 307 that re-enters the
-// route role.
-func (p *attemptProcessor) redirect(c failure.Classification, latency time.Duration, hadBody bool) error {
-	dep := p.dep
-	if dep == nil {
-		// No configured deployment to blame (a broken attempt): the record names the state's.
-		dep = &config.Deployment{ID: p.state.GetCurrent().GetDeploymentId(), PublicModel: p.state.GetCurrent().GetModel()}
+// redirect ends the failed attempt (its outcome in the router, the log and the state) and
+// sends the 307 that re-enters the route role.
+func (p *attemptProcessor) redirect(c failure.Classification, latency time.Duration, hadBody bool, how via) error {
+	t := p.finish(routing.Result{Classification: c, Latency: latency})
+	f := failedAttempt{requestID: p.requestID, state: p.state, status: p.status, class: c, latency: latency, circuit: t, via: how}
+	if p.broken == nil {
+		f.providerRequestID = p.providerRequestID()
 	}
-	if err := recordAttempt(p.state, dep, c, latency); err != nil {
-		return fmt.Errorf("recording the attempt in the state: %w", err)
-	}
-	if n := len(p.state.Attempts); n > 0 && p.broken == nil {
-		p.state.Attempts[n-1].ProviderRequestId = p.providerRequestID()
-	}
-	sealed, err := p.s.sealer.Seal(p.state)
+	m, err := p.s.failover(p.stream.Context(), f)
 	if err != nil {
-		return fmt.Errorf("sealing the attempt state: %w", err)
+		return err
 	}
-	if err := p.stream.Send(continueResponseHeaders(p.safe(redirectMutation(originalURL(p.state), sealed)))); err != nil {
+	if err := p.stream.Send(continueResponseHeaders(p.safe(m))); err != nil {
 		return err
 	}
 	if !hadBody {
@@ -523,18 +509,18 @@ func (p *attemptProcessor) finishServed(latency time.Duration, completion, total
 	}
 	t := p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassNone, Status: p.status},
 		Latency: latency, CompletionTokens: completion, TotalTokens: total})
-	cur := p.state.GetCurrent()
+	cur, public := p.cur, p.state.PublicModel()
 	attrs := append(make([]slog.Attr, 0, 12+len(extra)), slog.String("request", p.requestID),
-		slog.String("model", p.state.GetPublicModel()), slog.String("served_model", cur.GetModel()),
-		slog.String("deployment", cur.GetDeploymentId()), slog.Int("status", p.status),
-		slog.Int("attempts", len(p.state.GetAttempts())+1), slog.Bool("fallback_used", cur.GetModel() != p.state.GetPublicModel()),
+		slog.String("model", public), slog.String("served_model", cur.Model),
+		slog.String("deployment", cur.Deployment), slog.Int("status", p.status),
+		slog.Int("attempts", p.state.Attempts()+1), slog.Bool("fallback_used", cur.Model != public),
 		slog.Int64("latency_ms", latency.Milliseconds()), slog.Int64("completion_tokens", completion),
 		slog.String("circuit", transitionName(t)),
-		slog.Int64("total_ms", p.s.clock.Now().Sub(time.Unix(0, p.state.GetStartUnixNano())).Milliseconds()),
-		skippedAttr(stateSkips(p.state)))
+		slog.Int64("total_ms", p.s.clock.Now().Sub(p.state.Start()).Milliseconds()),
+		skippedAttr(p.state.Skips()))
 	attrs = append(attrs, extra...)
 	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "request served", attrs...)
-	p.s.metric.requestServed(p.state.GetPublicModel())
+	p.s.metric.requestServed(public)
 }
 
 // finish records the attempt's outcome once.
@@ -543,8 +529,8 @@ func (p *attemptProcessor) finish(res routing.Result) store.Transition {
 		return store.Transition{}
 	}
 	p.finished = true
-	res.Started, res.Reserved = p.startedAt, p.reserved
-	return p.s.finishAttempt(context.Background(), p.requestID, &p.req, p.dep, p.attemptID, res)
+	res.Started, res.Reserved = p.startedAt, p.cur.Reserved
+	return p.s.finishAttempt(context.Background(), p.requestID, &p.req, p.dep, p.cur.ID, res)
 }
 
 // transitionName names what an outcome did to the circuits, for the route reason (behaviour §10.2).
@@ -569,19 +555,6 @@ func transitionName(t store.Transition) string {
 // in-flight entry goes and nothing else is recorded.
 func (p *attemptProcessor) release() {
 	p.finish(routing.Result{Classification: failure.Classification{Class: failure.ClassGateway, Status: 499}})
-}
-
-// originalURL is the client's URL, from the headers the route role saved on the first pass:
-// the 307's Location, so the redirected request is the client's again.
-func originalURL(st *statev1.State) string {
-	scheme, _, _ := savedHeader(st, ":scheme")
-	authority, _, _ := savedHeader(st, ":authority")
-	path, _, _ := savedHeader(st, ":path")
-	s := string(scheme)
-	if s == "" {
-		s = "http"
-	}
-	return s + "://" + string(authority) + string(path)
 }
 
 // secrets are the credentials no provider text may carry to the client or the log: every

@@ -56,9 +56,9 @@ type streamState struct {
 func (p *attemptProcessor) startStream() {
 	pol := p.dep.Policy(&p.snap.Settings, p.req.Operation, p.req.Mode())
 	s := &streamState{lastByte: p.s.clock.Now(), idle: pol.Idle,
-		deadline: time.Unix(0, p.state.GetDeadlineUnixNano()).Add(-deadlineMargin)}
-	s.cls.Reset(dialectOf(p.state.GetDialect()), stream.Options{Provider: p.dep.Provider, ClientUsage: p.clientUsage,
-		Model: p.state.GetCurrent().GetModel()})
+		deadline: p.state.Deadline().Add(-deadlineMargin)}
+	s.cls.Reset(p.state.Dialect(), stream.Options{Provider: p.dep.Provider, ClientUsage: p.clientUsage,
+		Model: p.cur.Model})
 	p.sse = s
 	p.phase = attemptHold
 	p.rearm()
@@ -258,13 +258,8 @@ func (p *attemptProcessor) failStream(c failure.Classification) error {
 	s := p.sse
 	p.phase = attemptDone
 	latency := p.s.clock.Now().Sub(p.sentAt)
-	t := p.finish(routing.Result{Classification: c, Latency: latency})
-	p.s.log.Info("attempt failed", "request", p.requestID, "deployment", p.dep.ID, "model", p.state.GetCurrent().GetModel(),
-		"status", p.status, "class", c.Class.String(), "kind", string(c.Kind), "stream", true, "committed", false,
-		"retry_after_ms", c.RetryAfter.Milliseconds(), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t),
-		"provider_request_id", p.providerRequestID())
 	s.ended = true
-	return p.redirect(c, latency, true)
+	return p.redirect(c, latency, true, via{stream: true})
 }
 
 // endCommitted closes a committed stream that failed: the error event, then a clean end.
@@ -294,7 +289,7 @@ func (p *attemptProcessor) finishStreamSuccess(done stream.Completion) {
 
 // clientFamily is the client's error shape.
 func (p *attemptProcessor) clientFamily() dialect.Family {
-	return dialectOf(p.state.GetDialect()).Family()
+	return p.state.Dialect().Family()
 }
 
 // unifiedJSON is the unified_routing object of the attempt so far, with the stream's

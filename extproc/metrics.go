@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
@@ -178,7 +179,7 @@ func (m *Metrics) observeMessage(role, message string, d time.Duration) {
 	m.messages.WithLabelValues(role, message).Observe(d.Seconds())
 }
 
-func (m *Metrics) stateRejected(reason RejectReason) {
+func (m *Metrics) stateRejected(reason attemptstate.RejectReason) {
 	if m == nil {
 		return
 	}

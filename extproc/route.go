@@ -16,13 +16,12 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/provider"
 	"github.com/switchyard-gw/switchyard/internal/contract"
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
-	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
 // The route role is the downstream (HCM) ext_proc filter: request headers SEND, request body
@@ -59,7 +58,7 @@ type routeProcessor struct {
 	requestID string
 	// state is the request's state: opened from x-switchyard-state on re-entry, new on a
 	// first pass (built when the body arrives).
-	state   *statev1.State
+	state   *attemptstate.State
 	reentry bool
 }
 
@@ -173,12 +172,12 @@ func (p *routeProcessor) openState() {
 	}
 	st, err := p.s.sealer.Open(sealed, p.requestID)
 	if err != nil {
-		p.s.metric.stateRejected(RejectionReason(err))
-		p.s.log.Warn("attempt state rejected; the request is treated as new", "request", p.requestID, "reason", string(RejectionReason(err)))
+		p.s.metric.stateRejected(attemptstate.RejectionReason(err))
+		p.s.log.Warn("attempt state rejected; the request is treated as new", "request", p.requestID, "reason", string(attemptstate.RejectionReason(err)))
 		return
 	}
 	p.state, p.reentry = st, true
-	st.Redirects++
+	st.Redirect()
 }
 
 func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBody) error {
@@ -191,7 +190,7 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 	if snap == nil || snap.Groups[parsed.Model] == nil {
 		return p.replyError(dialect.ModelNotFound(p.route.Family, parsed.Model))
 	}
-	if p.state != nil && p.state.GetPublicModel() != parsed.Model {
+	if p.state != nil && p.state.PublicModel() != parsed.Model {
 		// A state for another model is not this request's: start over, as a first pass.
 		p.state, p.reentry = nil, false
 	}
@@ -207,18 +206,18 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 		p.state = p.newState(snap, parsed, now)
 		// The key's allow-list travels with the request: its fallbacks on every later pass
 		// stay within it.
-		p.state.AllowedModels = allowed
+		p.state.SetAllowedModels(allowed)
 	}
-	req, err := requestOf(p.state)
+	req, err := p.state.Request()
 	if err != nil {
 		return p.replyGatewayError(err)
 	}
 	req.Facts = parsed.Facts
-	hist, err := historyOf(p.state)
+	hist, err := p.state.History()
 	if err != nil {
 		return p.replyGatewayError(err)
 	}
-	if int(p.state.GetRedirects()) >= p.s.opts.MaxRedirects {
+	if p.state.Redirects() >= p.s.opts.MaxRedirects {
 		// Defensive: maxAttempts is validated against the redirect budget, so the router
 		// stops first; a 307 must never reach the client.
 		return p.replyStop(req, hist, hist.FinalStop())
@@ -226,7 +225,7 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 	d := p.s.router.Decide(ctx, &req, hist)
 	p.s.metric.skipped(req.Model, d.Skips)
 	if d.Action == routing.ActionStop {
-		hist.Record(&d, failure.Classification{}, 0) // only its skips, for the record
+		hist.Skip(d.Skips) // for the record
 		return p.replyStop(req, hist, d.Stop)
 	}
 	if d.Wait > 0 {
@@ -251,20 +250,20 @@ func (p *routeProcessor) onRequestBody(ctx context.Context, b *extprocv3.HttpBod
 
 // newState starts the state of a new logical request and saves the client's headers that
 // the attempt roles overwrite or the route role removes.
-func (p *routeProcessor) newState(snap *config.Snapshot, parsed dialect.Request, now time.Time) *statev1.State {
+func (p *routeProcessor) newState(snap *config.Snapshot, parsed dialect.Request, now time.Time) *attemptstate.State {
 	req := routing.Request{ID: p.requestID, Model: parsed.Model, Operation: parsed.Operation, Stream: parsed.Stream, Start: now}
 	total := snap.Settings.Policy(req.Operation, req.Mode()).Total
-	st := newState(&req, dialectProto(p.route.Dialect), now.Add(total))
+	st := attemptstate.New(&req, p.route.Dialect, now.Add(total))
 	// Only what the client sent: a saved header is restored on re-entry, any other one an
 	// attempt role added is removed again (absent and unsaved mean the same).
 	for _, name := range savedHeaders {
 		if v, ok := p.headers.raw(name); ok {
-			saveHeader(st, name, v, true)
+			st.SaveHeader(name, v, true)
 		}
 	}
 	for _, name := range [...]string{":scheme", ":authority", ":path"} {
 		v, ok := p.headers.raw(name)
-		saveHeader(st, name, v, ok)
+		st.SaveHeader(name, v, ok)
 	}
 	return st
 }
@@ -272,13 +271,13 @@ func (p *routeProcessor) newState(snap *config.Snapshot, parsed dialect.Request,
 // sendAttempt answers the body with the move to deployment d.
 func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History, d *routing.Decision, now time.Time) error {
 	attemptID := p.requestID + "/" + strconv.Itoa(len(hist.Attempts)+1) + "/" + shortRandom()
-	beginAttempt(p.state, d, attemptID, now, fallbackHop(p.state, d.Model))
+	p.state.Begin(d, attemptID, now)
 	sealed, err := p.s.sealer.Seal(p.state)
 	if err != nil {
 		p.s.router.Unreserve(p.stream.Context(), d)
 		return p.replyGatewayError(err)
 	}
-	deadline := time.Unix(0, p.state.GetDeadlineUnixNano())
+	deadline := p.state.Deadline()
 	m := attemptHeaders(p.headers, p.state, d.Deployment.ID, deadline.Sub(now), d.ResponseTimeout)
 	// Typed attributes: every request pays this record, and Info's ...any boxes each value.
 	p.s.log.LogAttrs(p.stream.Context(), slog.LevelInfo, "attempt scheduled", slog.String("request", p.requestID),
@@ -299,7 +298,7 @@ func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History
 // trusts them), so do the client's credentials (they travel sealed), the client's original
 // headers come back on re-entry, and the cluster header and Envoy's per-attempt timeouts are
 // set.
-func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, perTry time.Duration) mutation {
+func attemptHeaders(h headerMap, st *attemptstate.State, deploymentID string, left, perTry time.Duration) mutation {
 	var m mutation
 	for name := range h.names() {
 		if strings.HasPrefix(name, envoyPrefix) || strings.HasPrefix(name, switchyardPrefix) {
@@ -315,7 +314,7 @@ func attemptHeaders(h headerMap, st *statev1.State, deploymentID string, left, p
 		if isCredential(name) {
 			continue
 		}
-		v, present, _ := savedHeader(st, name)
+		v, present, _ := st.SavedHeader(name)
 		cur, now := h.raw(name)
 		switch {
 		case present && (!now || !bytes.Equal(cur, v)):
@@ -338,26 +337,6 @@ func ceilMillis(d time.Duration) int64 {
 		return 1
 	}
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
-}
-
-// fallbackHop is how many models this request moved through to reach model (0: the
-// requested one).
-func fallbackHop(st *statev1.State, model string) uint32 {
-	if model == st.GetPublicModel() {
-		return 0
-	}
-	var hop uint32
-	seen := map[string]bool{st.GetPublicModel(): true}
-	for _, a := range st.GetAttempts() {
-		if !seen[a.GetModel()] {
-			seen[a.GetModel()] = true
-			hop++
-		}
-		if a.GetModel() == model {
-			return hop
-		}
-	}
-	return hop + 1
 }
 
 func (p *routeProcessor) replyStop(req routing.Request, hist *routing.History, stop *routing.StopError) error {
@@ -423,37 +402,6 @@ func newRequestID() string {
 // than the rest of the attempt id).
 func shortRandom() string {
 	return strconv.FormatUint(uint64(mrand.Uint32()), 36)
-}
-
-// dialects pairs each client dialect with its name in the state.
-var dialects = [...]struct {
-	d dialect.Dialect
-	p statev1.Dialect
-}{
-	{dialect.Chat, statev1.Dialect_DIALECT_OPENAI_CHAT},
-	{dialect.Responses, statev1.Dialect_DIALECT_OPENAI_RESPONSES},
-	{dialect.Messages, statev1.Dialect_DIALECT_ANTHROPIC_MESSAGES},
-	{dialect.Embeddings, statev1.Dialect_DIALECT_OPENAI_EMBEDDINGS},
-}
-
-// dialectProto is the state's name of a client dialect.
-func dialectProto(d dialect.Dialect) statev1.Dialect {
-	for _, x := range dialects {
-		if x.d == d {
-			return x.p
-		}
-	}
-	return statev1.Dialect_DIALECT_UNSPECIFIED
-}
-
-// dialectOf is the client dialect a state names.
-func dialectOf(d statev1.Dialect) dialect.Dialect {
-	for _, x := range dialects {
-		if x.p == d {
-			return x.d
-		}
-	}
-	return dialect.None
 }
 
 // internalError is the client's answer when switchyard itself failed.

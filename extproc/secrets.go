@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
@@ -45,10 +45,10 @@ func (c *configSecrets) get(snap *config.Snapshot, log *slog.Logger) *failure.Se
 
 // clientSecrets are the client's own credentials as the route role saved them in the state:
 // the token of authorization ("Bearer <key>"), x-api-key and api-key.
-func clientSecrets(st *statev1.State) []string {
+func clientSecrets(st *attemptstate.State) []string {
 	var out []string
 	for _, name := range [...]string{"authorization", "x-api-key", "api-key"} {
-		v, present, _ := savedHeader(st, name)
+		v, present, _ := st.SavedHeader(name)
 		if !present {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -71,7 +72,7 @@ type Server struct {
 	extprocv3.UnimplementedExternalProcessorServer
 
 	router *routing.Router
-	sealer *Sealer
+	sealer *attemptstate.Sealer
 	clock  Clock
 	log    *slog.Logger
 	metric *Metrics
@@ -83,7 +84,7 @@ type Server struct {
 }
 
 // NewServer returns a Server deciding with router and sealing state with sealer.
-func NewServer(router *routing.Router, sealer *Sealer, opts Options) *Server {
+func NewServer(router *routing.Router, sealer *attemptstate.Sealer, opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = systemClock{}
 	}

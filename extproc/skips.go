@@ -3,7 +3,6 @@ package extproc
 import (
 	"log/slog"
 
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 )
 
@@ -31,18 +30,6 @@ func skipRecords(skips []routing.Skip) []skipRecord {
 	return out
 }
 
-// stateSkips are the skips st records.
-func stateSkips(st *statev1.State) []routing.Skip {
-	if len(st.GetSkips()) == 0 {
-		return nil
-	}
-	out := make([]routing.Skip, len(st.GetSkips()))
-	for i, s := range st.GetSkips() {
-		out[i] = skipOf(s)
-	}
-	return out
-}
-
 // skippedAttr is the request log record's "skipped" attribute; none (an empty Attr, which
 // handlers leave out) without skips.
 func skippedAttr(skips []routing.Skip) slog.Attr {
@@ -50,17 +37,4 @@ func skippedAttr(skips []routing.Skip) slog.Attr {
 		return slog.Attr{}
 	}
 	return slog.Any("skipped", skipRecords(skips))
-}
-
-func skipProto(s routing.Skip) *statev1.Skip {
-	return &statev1.Skip{DeploymentId: s.Deployment, Model: s.Model, Reason: s.Why, Cause: statev1.SkipCause(s.Cause) + 1}
-}
-
-// skipOf reads a skip; a state sealed before skips had causes only held capability skips.
-func skipOf(s *statev1.Skip) routing.Skip {
-	cause := routing.SkipCapability
-	if c := s.GetCause(); c > statev1.SkipCause_SKIP_CAUSE_UNSPECIFIED && c <= statev1.SkipCause_SKIP_CAUSE_UNSERVED {
-		cause = routing.SkipCause(c - 1)
-	}
-	return routing.Skip{Deployment: s.GetDeploymentId(), Model: s.GetModel(), Cause: cause, Why: s.GetReason()}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"time"
 
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -38,19 +38,19 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	requestID := r.Header.Get(headerRequestID)
 	st, err := s.sealer.Open(r.Header.Get(contract.HeaderState), requestID)
 	if err != nil {
-		s.metric.stateRejected(RejectionReason(err))
-		s.log.Warn("trampoline: attempt state rejected", "request", requestID, "reason", string(RejectionReason(err)))
+		s.metric.stateRejected(attemptstate.RejectionReason(err))
+		s.log.Warn("trampoline: attempt state rejected", "request", requestID, "reason", string(attemptstate.RejectionReason(err)))
 		gatewayUnavailable(w)
 		return
 	}
-	cur := st.GetCurrent()
+	cur, _ := st.Current()
 	var dep *config.Deployment
 	if snap := s.router.Config(); snap != nil {
-		dep = snap.Deployments[cur.GetDeploymentId()]
+		dep = snap.Deployments[cur.Deployment]
 	}
-	req, err := requestOf(st)
+	req, err := st.Request()
 	if dep == nil || err != nil {
-		s.log.Error("trampoline: state names no known deployment", "request", requestID, "deployment", cur.GetDeploymentId())
+		s.log.Error("trampoline: state names no known deployment", "request", requestID, "deployment", cur.Deployment)
 		http.Error(w, "switchyard trampoline: unknown deployment", http.StatusBadGateway)
 		return
 	}
@@ -60,28 +60,18 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.clock.Now()
 	c := failure.Classify(failure.Outcome{Provider: dep.Provider, Transport: transport}, now)
-	latency := now.Sub(time.Unix(0, cur.GetStartUnixNano()))
-	res := routing.Result{Classification: c, Latency: latency, Started: time.Unix(0, cur.GetStartUnixNano()), Reserved: reservedOf(cur)}
+	latency := now.Sub(cur.Started)
+	res := routing.Result{Classification: c, Latency: latency, Started: cur.Started, Reserved: cur.Reserved}
 	// A detached context: the bookkeeping must happen even if Envoy gave up on this attempt.
-	t := s.finishAttempt(context.WithoutCancel(r.Context()), requestID, &req, dep, cur.GetAttemptId(), res)
-	s.log.Info("attempt failed", "request", requestID, "deployment", dep.ID, "model", cur.GetModel(), "class", c.Class.String(),
-		"kind", string(c.Kind), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t), "via", "trampoline",
-		"time_left_ms", time.Unix(0, st.GetDeadlineUnixNano()).Sub(now).Milliseconds())
-	if err := recordAttempt(st, dep, c, latency); err != nil {
-		s.log.Error("trampoline: recording the attempt in the state failed", "request", requestID, "err", err)
-		http.Error(w, "switchyard trampoline: internal error", http.StatusBadGateway)
-		return
-	}
-	sealed, err := s.sealer.Seal(st)
+	ctx := context.WithoutCancel(r.Context())
+	t := s.finishAttempt(ctx, requestID, &req, dep, cur.ID, res)
+	m, err := s.failover(ctx, failedAttempt{requestID: requestID, state: st, class: c, latency: latency, circuit: t, via: via{trampoline: true}})
 	if err != nil {
-		s.log.Error("trampoline: sealing the attempt state failed", "request", requestID, "err", err)
+		s.log.Error("trampoline: failing over failed", "request", requestID, "err", err)
 		http.Error(w, "switchyard trampoline: internal error", http.StatusBadGateway)
 		return
 	}
-	w.Header().Set("Location", originalURL(st))
-	w.Header().Set(contract.HeaderState, sealed)
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusTemporaryRedirect)
+	writeRedirect(w, m)
 }
 
 // gatewayUnavailable is the trampoline's answer when it cannot turn a transport failure into

@@ -6,8 +6,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
-	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
 
@@ -41,39 +39,39 @@ type routedAttempt struct {
 	ProviderRequestID string `json:"provider_request_id,omitempty"`
 }
 
-// moveName and className name the state's enums as routing does (each proto value is the
-// routing value + 1); a success has no class.
-func moveName(m statev1.Move) string { return routing.Move(max(m, 1) - 1).String() }
-
-func className(c statev1.Class) string {
-	if c <= statev1.Class_CLASS_NONE {
+// className names an attempt's failure class; a success has none.
+func className(c failure.Class) string {
+	if c == failure.ClassNone {
 		return ""
 	}
-	return failure.Class(c - 1).String()
+	return c.String()
 }
 
 // unifiedRouting describes the request's routing once the current attempt succeeded in
 // latencyMs.
 func (p *attemptProcessor) unifiedRouting(latencyMs int64) unifiedRouting {
-	cur := p.state.GetCurrent()
+	cur := p.cur
 	u := unifiedRouting{
 		Strategy:     p.snap.Settings.Strategy.String(),
-		Deployment:   cur.GetDeploymentId(),
-		Model:        cur.GetModel(),
-		FallbackUsed: cur.GetModel() != p.state.GetPublicModel(),
+		Deployment:   cur.Deployment,
+		Model:        cur.Model,
+		FallbackUsed: cur.Model != p.state.PublicModel(),
 	}
-	for _, a := range p.state.GetAttempts() {
-		u.Attempts = append(u.Attempts, routedAttempt{
-			Deployment: a.GetDeploymentId(), Model: a.GetModel(), Move: moveName(a.GetMove()),
-			LatencyMs: a.GetLatencyNanos() / 1e6, ErrorClass: className(a.GetClass()), ErrorKind: a.GetKind(),
-			Status: int(a.GetStatus()), ProviderRequestID: a.GetProviderRequestId(),
-		})
+	// The state opened when the attempt began, so its history is readable.
+	if h, err := p.state.History(); err == nil {
+		for _, a := range h.Attempts {
+			u.Attempts = append(u.Attempts, routedAttempt{
+				Deployment: a.Deployment, Model: a.Model, Move: a.Move.String(),
+				LatencyMs: a.Latency.Milliseconds(), ErrorClass: className(a.Class), ErrorKind: string(a.Kind),
+				Status: a.Status, ProviderRequestID: a.ProviderRequestID,
+			})
+		}
 	}
 	u.Attempts = append(u.Attempts, routedAttempt{
-		Deployment: cur.GetDeploymentId(), Model: cur.GetModel(), Move: moveName(cur.GetMove()),
+		Deployment: cur.Deployment, Model: cur.Model, Move: cur.Move.String(),
 		LatencyMs: latencyMs, Status: p.status, ProviderRequestID: p.providerRequestID(),
 	})
-	u.Skipped = skipRecords(stateSkips(p.state))
+	u.Skipped = skipRecords(p.state.Skips())
 	return u
 }
 

@@ -1,10 +1,11 @@
-package extproc
+package attemptstate
 
 import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -12,12 +13,11 @@ import (
 	"sync"
 	"time"
 
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 )
 
-// The sealed attempt state (docs/design.md, "Attempt state") travels through Envoy as dynamic
-// metadata and as the x-switchyard-state header, where a client can see it and forge it. It is
+// A sealed state travels through Envoy as dynamic metadata and as the x-switchyard-state
+// header, where a client can see it and forge it. It is
 // sealed with AES-256-GCM under keys shared by the replicas, so that any replica can open what
 // another sealed, and nobody else can read or change it:
 //
@@ -85,7 +85,6 @@ type Sealer struct {
 	previous *sealKey
 	clock    routing.Clock
 	rand     io.Reader
-	text     *base64URL
 	// scratch holds *[]byte working buffers, so a seal allocates only its result and an
 	// open only the state (every redirect pays both).
 	scratch sync.Pool
@@ -112,7 +111,7 @@ func NewSealer(keys Keys, opts SealerOptions) (*Sealer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("current state key: %w", err)
 	}
-	s := &Sealer{current: cur, clock: opts.Clock, rand: opts.Rand, text: newBase64URL()}
+	s := &Sealer{current: cur, clock: opts.Clock, rand: opts.Rand}
 	if keys.Previous != nil {
 		prev, err := newSealKey(keys.Previous)
 		if err != nil {
@@ -184,39 +183,46 @@ func (s *Sealer) putScratch(p *[]byte) {
 	}
 }
 
-// Seal returns st sealed under the current key, bound to st.RequestId.
-func (s *Sealer) Seal(st *statev1.State) (string, error) {
+// b64 is the sealed string's alphabet: it travels in a header and in metadata.
+var b64 = base64.RawURLEncoding
+
+// Seal returns st sealed under the current key, bound to its request id.
+func (s *Sealer) Seal(st *State) (string, error) {
 	k := &s.current
-	id := st.GetRequestId()
+	m := &st.m
 	// Scratch layout: additional data | version, key id, nonce | plaintext, then ciphertext
 	// and tag in its place | base64.
 	p := s.getScratch(0)
 	defer s.putScratch(p)
 	buf := append((*p)[:0], sealVersion, k.id)
-	buf = append(buf, id...)
+	buf = append(buf, m.RequestId...)
 	ad := len(buf)
 	buf = append(buf, sealVersion, k.id)
 	buf = append(buf, make([]byte, nonceSize)...)
 	if _, err := io.ReadFull(s.rand, buf[ad+2:ad+headerSize]); err != nil {
 		return "", fmt.Errorf("sealing the attempt state: reading a nonce: %w", err)
 	}
-	buf = appendState(buf, st)
-	blob := len(buf) - ad + k.aead.Overhead()
+	plain := len(buf)
+	size := m.SizeVT()
+	blob := headerSize + size + k.aead.Overhead()
 	if b64.EncodedLen(blob) > MaxSealedLen {
 		return "", fmt.Errorf("sealing the attempt state: %d bytes sealed, above the limit of %d", b64.EncodedLen(blob), MaxSealedLen)
 	}
-	buf = slices.Grow(buf, k.aead.Overhead()+b64.EncodedLen(blob))
+	buf = slices.Grow(buf, size+k.aead.Overhead()+b64.EncodedLen(blob))[:plain+size]
+	if _, err := m.MarshalToSizedBufferVT(buf[plain:]); err != nil {
+		return "", fmt.Errorf("sealing the attempt state: %w", err)
+	}
 	// In place: the ciphertext overwrites the plaintext (cipher.AEAD allows exact overlap).
-	sealed := k.aead.Seal(buf[ad:ad+headerSize], buf[ad+2:ad+headerSize], buf[ad+headerSize:], buf[:ad])
+	sealed := k.aead.Seal(buf[ad:ad+headerSize], buf[ad+2:ad+headerSize], buf[plain:], buf[:ad])
 	out := buf[ad+blob : ad+blob+b64.EncodedLen(blob)]
-	s.text.encode(out, sealed)
+	b64.Encode(out, sealed)
 	*p = buf
 	return string(out), nil
 }
 
 // Open verifies and decrypts a sealed state for request requestID. Every error is an
 // *OpenError; RejectionReason tells which kind.
-func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
+func (s *Sealer) Open(sealed, requestID string) (*State, error) {
 	if len(sealed) > MaxSealedLen {
 		return nil, reject(RejectMalformed, "%d bytes, above the limit of %d", len(sealed), MaxSealedLen)
 	}
@@ -225,7 +231,7 @@ func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 	p := s.getScratch(ad + b64.DecodedLen(len(sealed)))
 	defer s.putScratch(p)
 	buf := *p
-	n, err := s.text.decode(buf[ad:], sealed)
+	n, err := b64.Decode(buf[ad:], []byte(sealed))
 	if err != nil {
 		return nil, reject(RejectMalformed, "decoding base64url: %w", err)
 	}
@@ -246,18 +252,45 @@ func (s *Sealer) Open(sealed, requestID string) (*statev1.State, error) {
 	if err != nil {
 		return nil, reject(RejectAuthFailed, "request %q: %w", requestID, err)
 	}
-	// decodeState copies plain, so the scratch may be reused.
-	st, err := decodeState(plain)
+	st, err := decode(plain)
 	if err != nil {
 		// Authentic but unparseable: only a replica with an incompatible schema seals that.
 		return nil, reject(RejectMalformed, "unmarshalling: %w", err)
 	}
-	if st.GetRequestId() != requestID {
+	if string(st.m.RequestId) != requestID {
 		// The additional data already binds the request id; this guards the schema.
-		return nil, reject(RejectAuthFailed, "sealed for request %q, not %q", st.GetRequestId(), requestID)
+		return nil, reject(RejectAuthFailed, "sealed for request %q, not %q", st.m.RequestId, requestID)
 	}
-	if dl := time.Unix(0, st.GetDeadlineUnixNano()); !s.clock.Now().Before(dl) {
+	if dl := st.Deadline(); !s.clock.Now().Before(dl) {
 		return nil, reject(RejectExpired, "the deadline %s has passed", dl.UTC().Format(time.RFC3339Nano))
 	}
 	return st, nil
+}
+
+// decode unmarshals a plaintext the scratch holds. Its strings and byte fields point into one
+// copy of it (vtprotobuf's UnmarshalVTUnsafe), so an open allocates that copy and the
+// messages; the byte fields are capped at their length so an append to one cannot write
+// over the next.
+func decode(plain []byte) (*State, error) {
+	own := make([]byte, len(plain))
+	copy(own, plain)
+	st := &State{}
+	if err := st.m.UnmarshalVTUnsafe(own); err != nil {
+		return nil, err
+	}
+	st.m.RequestId = capped(st.m.RequestId)
+	for _, h := range st.m.ClientHeaders {
+		h.Value = capped(h.Value)
+	}
+	if c := st.m.Current; c != nil {
+		c.AttemptId = capped(c.AttemptId)
+	}
+	return st, nil
+}
+
+func capped(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return b[:len(b):len(b)]
 }
