@@ -38,14 +38,16 @@ lint: $(BIN)/staticcheck
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# Regenerate the committed Go code from proto/ with buf and the local protoc-gen-go.
-proto: $(BIN)/buf $(BIN)/protoc-gen-go
+# Regenerate the committed Go code from proto/ with buf and the local protoc-gen-go (and
+# protoc-gen-go-vtproto for the attempt state).
+proto: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-vtproto
 	@mkdir -p .cache/protodeps/buf/validate
 	@dir=$$($(GO) mod download -json github.com/bufbuild/protovalidate@$(PROTOVALIDATE_PROTO_VERSION) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'); \
 	  cp "$$dir/proto/protovalidate/buf/validate/validate.proto" .cache/protodeps/buf/validate/validate.proto; \
 	  chmod u+w .cache/protodeps/buf/validate/validate.proto
 	$(BIN)/buf lint
 	$(BIN)/buf generate --path proto/switchyard
+	$(BIN)/buf generate --template buf.gen.state.yaml --path proto/switchyard/state
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./routing/... ./extproc/...
@@ -66,11 +68,14 @@ demo:
 	$(GO) build -o $(BIN)/switchyard-demo ./e2e/demo
 	$(BIN)/switchyard-demo -switchyard $(BIN)/switchyard $(DEMO_FLAGS)
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/staticcheck
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-vtproto $(BIN)/staticcheck
 
 $(BIN)/buf:
 	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 $(BIN)/protoc-gen-go:
 	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+# The version go.mod requires (go-control-plane's), so the generated code matches its runtime.
+$(BIN)/protoc-gen-go-vtproto:
+	GOBIN=$(BIN) $(GO) install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@$$($(GO) list -m -f '{{.Version}}' github.com/planetscale/vtprotobuf)
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
 
@@ -111,7 +111,7 @@ func TestComposeAgreesWithItsConfiguration(t *testing.T) {
 	}
 
 	// Replicas share valid state keys (a redis store refuses to start without them).
-	if _, err := extproc.LoadKeys(func(k string) (string, bool) { s, ok := sy.Environment[k]; return s, ok }, ""); err != nil {
+	if _, err := attemptstate.LoadKeys(func(k string) (string, bool) { s, ok := sy.Environment[k]; return s, ok }, ""); err != nil {
 		t.Fatal(err)
 	}
 	if flagValue(sy.Command, "store") != "redis" || !strings.HasPrefix(flagValue(sy.Command, "redis-addrs"), "redis:") {

@@ -11,9 +11,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/testlog"
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 )
 
@@ -150,7 +151,7 @@ func TestRouteRoleReentrySkipsKeyCheck(t *testing.T) {
 	v := &fakeVerifier{keys: map[string][]string{}}
 	r, _ := keysRig(t, v)
 	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0}
-	st := newState(&req, statev1.Dialect_DIALECT_OPENAI_CHAT, t0.Add(30*time.Minute))
+	st := attemptstate.New(&req, dialect.Chat, t0.Add(30*time.Minute))
 	sealed, err := r.srv.sealer.Seal(st)
 	if err != nil {
 		t.Fatal(err)

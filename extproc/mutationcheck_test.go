@@ -8,7 +8,9 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
+	"github.com/switchyard-gw/switchyard/routing"
 )
 
 func TestRefused(t *testing.T) {
@@ -67,10 +69,10 @@ func TestBuiltMutationsPassTheRules(t *testing.T) {
 			hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: name, RawValue: []byte(word())})
 		}
 		h := headerMap{hm}
-		st := &statev1.State{}
+		st := attemptstate.New(&routing.Request{ID: "r"}, dialect.Chat, t0)
 		for _, name := range savedHeaders {
 			v, ok := h.get(name)
-			saveHeader(st, name, []byte(v), ok)
+			st.SaveHeader(name, []byte(v), ok)
 		}
 		for _, built := range []struct {
 			rules mutationRules

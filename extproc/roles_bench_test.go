@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
@@ -109,7 +111,7 @@ func benchGateway(b *testing.B) (*Server, *routing.Router) {
 		b.Fatal(err)
 	}
 	router := routing.New(config.NewLive(snap), memstore.New(), routing.Options{})
-	sealer, err := NewSealer(Keys{Current: make([]byte, KeySize)}, SealerOptions{})
+	sealer, err := attemptstate.NewSealer(attemptstate.Keys{Current: make([]byte, attemptstate.KeySize)}, attemptstate.SealerOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -175,13 +177,13 @@ func BenchmarkRouteRole(b *testing.B) {
 // attempt), next to the no-op server driven with the same messages.
 func BenchmarkAttemptRoleJSON(b *testing.B) {
 	srv, _ := benchGateway(b)
-	st := newState(&routing.Request{ID: "req-1", Model: "gpt-4o", Start: time.Now()}, 1, time.Now().Add(time.Hour))
-	saveHeader(st, ":scheme", []byte("https"), true)
-	saveHeader(st, ":authority", []byte("gw.example"), true)
-	saveHeader(st, ":path", []byte("/v1/chat/completions"), true)
+	st := attemptstate.New(&routing.Request{ID: "req-1", Model: "gpt-4o", Start: time.Now()}, dialect.Chat, time.Now().Add(time.Hour))
+	st.SaveHeader(":scheme", []byte("https"), true)
+	st.SaveHeader(":authority", []byte("gw.example"), true)
+	st.SaveHeader(":path", []byte("/v1/chat/completions"), true)
 	snap := srv.router.Config()
 	d := routing.Decision{Deployment: snap.Deployments["a"], Model: "gpt-4o"}
-	beginAttempt(st, &d, "req-1/1/x", time.Now(), 0)
+	st.Begin(&d, "req-1/1/x", time.Now())
 	sealed, err := srv.sealer.Seal(st)
 	if err != nil {
 		b.Fatal(err)
@@ -229,12 +231,12 @@ func BenchmarkAttemptRoleJSON(b *testing.B) {
 func BenchmarkAttemptRoleStream(b *testing.B) {
 	const chunks = 200
 	srv, _ := benchGateway(b)
-	st := newState(&routing.Request{ID: "req-1", Model: "gpt-4o", Stream: true, Start: time.Now()}, 1, time.Now().Add(time.Hour))
-	saveHeader(st, ":scheme", []byte("https"), true)
-	saveHeader(st, ":authority", []byte("gw.example"), true)
-	saveHeader(st, ":path", []byte("/v1/chat/completions"), true)
+	st := attemptstate.New(&routing.Request{ID: "req-1", Model: "gpt-4o", Stream: true, Start: time.Now()}, dialect.Chat, time.Now().Add(time.Hour))
+	st.SaveHeader(":scheme", []byte("https"), true)
+	st.SaveHeader(":authority", []byte("gw.example"), true)
+	st.SaveHeader(":path", []byte("/v1/chat/completions"), true)
 	d := routing.Decision{Deployment: srv.router.Config().Deployments["a"], Model: "gpt-4o"}
-	beginAttempt(st, &d, "req-1/1/x", time.Now(), 0)
+	st.Begin(&d, "req-1/1/x", time.Now())
 	sealed, err := srv.sealer.Seal(st)
 	if err != nil {
 		b.Fatal(err)

@@ -14,10 +14,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
@@ -109,7 +110,7 @@ func newRig(t *testing.T, deps ...*configv1.Deployment) *rig {
 	clock := fakeclock.New(t0)
 	st := memstore.New()
 	router := routing.New(config.NewLive(snap), st, routing.Options{Clock: clock})
-	sealer, err := NewSealer(Keys{Current: testKey(7)}, SealerOptions{Clock: clock})
+	sealer, err := attemptstate.NewSealer(attemptstate.Keys{Current: testKey(7)}, attemptstate.SealerOptions{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,10 +211,10 @@ func TestRouteRoleMovesToADeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.GetCurrent().GetDeploymentId() != "a" || st.GetPublicModel() != "gpt-4o" {
-		t.Errorf("state %v", st)
+	if cur, _ := st.Current(); cur.Deployment != "a" || st.PublicModel() != "gpt-4o" {
+		t.Errorf("state for %q of %q", cur.Deployment, st.PublicModel())
 	}
-	if v, present, _ := savedHeader(st, "authorization"); !present || string(v) != "Bearer sk-client" {
+	if v, present, _ := st.SavedHeader("authorization"); !present || string(v) != "Bearer sk-client" {
 		t.Errorf("client credential not saved: %q", v)
 	}
 }
@@ -274,11 +275,11 @@ func TestRouteRoleReentryRestoresClientHeaders(t *testing.T) {
 		&configv1.Deployment{Id: "b", PublicModel: "gpt-4o", Provider: "openai", BaseUrl: "https://b.example", ProviderModel: "m"})
 	// A state as the attempt role leaves it after a 500 on a.
 	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0}
-	st := newState(&req, statev1.Dialect_DIALECT_OPENAI_CHAT, t0.Add(30*time.Minute))
-	saveHeader(st, "authorization", []byte("Bearer sk-client"), true)
-	saveHeader(st, "content-length", []byte("63"), true)
-	saveHeader(st, "api-key", nil, false)
-	finishAttempt(st, &routing.Attempt{Deployment: "a", Model: "gpt-4o", Status: 500, Class: failure.ClassTransient, Kind: failure.KindServerError})
+	st := attemptstate.New(&req, dialect.Chat, t0.Add(30*time.Minute))
+	st.SaveHeader("authorization", []byte("Bearer sk-client"), true)
+	st.SaveHeader("content-length", []byte("63"), true)
+	st.SaveHeader("api-key", nil, false)
+	finishAttempt(t, st, &routing.Attempt{Deployment: "a", Model: "gpt-4o", Status: 500, Class: failure.ClassTransient, Kind: failure.KindServerError})
 	sealed, err := r.srv.sealer.Seal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -334,12 +335,12 @@ func (r *rig) attemptState(t *testing.T, id string) (*corev3.Metadata, map[strin
 func (r *rig) attemptStateOf(t *testing.T, id string, stream bool) (*corev3.Metadata, map[string]*structpb.Struct) {
 	t.Helper()
 	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0, Stream: stream}
-	st := newState(&req, statev1.Dialect_DIALECT_OPENAI_CHAT, t0.Add(30*time.Minute))
-	saveHeader(st, ":scheme", []byte("http"), true)
-	saveHeader(st, ":authority", []byte("gw"), true)
-	saveHeader(st, ":path", []byte("/v1/chat/completions"), true)
+	st := attemptstate.New(&req, dialect.Chat, t0.Add(30*time.Minute))
+	st.SaveHeader(":scheme", []byte("http"), true)
+	st.SaveHeader(":authority", []byte("gw"), true)
+	st.SaveHeader(":path", []byte("/v1/chat/completions"), true)
 	dec := routing.Decision{Deployment: r.srv.router.Config().Deployments[id], Model: "gpt-4o"}
-	beginAttempt(st, &dec, "req-1/1/x", t0, 0)
+	st.Begin(&dec, "req-1/1/x", t0)
 	sealed, err := r.srv.sealer.Seal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -437,8 +438,8 @@ func TestAttemptRoleRedirectsAFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.GetAttempts()) != 1 || st.GetAttempts()[0].GetStatus() != 503 || st.GetAttempts()[0].GetRetryAfterNanos() != int64(2*time.Second) {
-		t.Errorf("attempts %v", st.GetAttempts())
+	if h := historyOf(t, st); len(h.Attempts) != 1 || h.Attempts[0].Status != 503 || h.Attempts[0].RetryAfter != 2*time.Second {
+		t.Errorf("attempts %+v", h.Attempts)
 	}
 	end := fs.next(t).GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse()
 	if !end.GetEndOfStream() || len(end.GetBody()) != 0 {
@@ -472,8 +473,8 @@ func TestAttemptRoleClusterMismatchNeverCallsWithCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.GetAttempts()) != 1 || st.GetAttempts()[0].GetClass() != statev1.Class_CLASS_GATEWAY {
-		t.Errorf("attempts %v, want one gateway failure", st.GetAttempts())
+	if h := historyOf(t, st); len(h.Attempts) != 1 || h.Attempts[0].Class != failure.ClassGateway {
+		t.Errorf("attempts %+v, want one gateway failure", h.Attempts)
 	}
 }
 
@@ -533,10 +534,12 @@ func classTransient() failure.Classification {
 func TestRouteRoleStopsAtTheRedirectBudget(t *testing.T) {
 	r := newRig(t)
 	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0}
-	st := newState(&req, statev1.Dialect_DIALECT_OPENAI_CHAT, t0.Add(30*time.Minute))
-	finishAttempt(st, &routing.Attempt{Deployment: "a", Model: "gpt-4o", Status: 503, Class: failure.ClassTransient,
+	st := attemptstate.New(&req, dialect.Chat, t0.Add(30*time.Minute))
+	finishAttempt(t, st, &routing.Attempt{Deployment: "a", Model: "gpt-4o", Status: 503, Class: failure.ClassTransient,
 		Kind: failure.KindOverloaded, Message: "busy upstream"})
-	st.Redirects = uint32(r.srv.opts.MaxRedirects) - 1 // the route role counts this re-entry
+	for st.Redirects() < r.srv.opts.MaxRedirects-1 { // the route role counts this re-entry
+		st.Redirect()
+	}
 	sealed, err := r.srv.sealer.Seal(st)
 	if err != nil {
 		t.Fatal(err)

@@ -373,6 +373,7 @@ func (x *decision) attempt(c *candidate, wait time.Duration) Decision {
 	default:
 		d.Move = MoveFallback
 	}
+	d.FallbackHop = x.h.hopOf(d.Model, x.req.Model)
 	return *d
 }
 

@@ -67,6 +67,9 @@ type Decision struct {
 	Probe bool
 	// AllOpenTry: every circuit was open and whenAllOpen "try" ignored them (behaviour §7.5).
 	AllOpenTry bool
+	// FallbackHop is how many models the request moved through to reach Model: 0 for the
+	// requested model, n for the n-th fallback model it moved to.
+	FallbackHop int
 	// Skips found by this decision, to append to the History.
 	Skips []Skip
 	// Reserved is the share of the deployment's minute taken for this attempt under its
@@ -78,6 +81,18 @@ type Decision struct {
 	Stop *StopError
 	// Degraded: the shared store could not be read; eligibility used neutral state.
 	Degraded bool
+}
+
+// Attempt is the record of the attempt d decided, before its outcome (Attempt.Finish): the
+// attempt state carries it while the attempt runs, so recording the outcome needs no
+// decision.
+func (d *Decision) Attempt() Attempt {
+	a := Attempt{Model: d.Model, Move: d.Move, Pick: d.Pick, Probe: d.Probe, AllOpenTry: d.AllOpenTry,
+		FallbackHop: d.FallbackHop, Reason: d.Reason, ReasonFrom: d.ReasonFrom}
+	if d.Deployment != nil {
+		a.Deployment = d.Deployment.ID
+	}
+	return a
 }
 
 // StopError is the error a stopped request ends with, independent of the client's dialect.

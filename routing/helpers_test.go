@@ -176,7 +176,10 @@ func (e *env) run(req *routing.Request, h *routing.History, d routing.Decision, 
 	if _, err := e.router.FinishAttempt(context.Background(), req, d.Deployment, attemptID, routing.Result{Classification: c, Latency: time.Second, CompletionTokens: 10, TotalTokens: 20, Reserved: d.Reserved}); err != nil {
 		e.t.Fatal(err)
 	}
-	h.Record(&d, c, time.Second)
+	h.Skip(d.Skips)
+	a := d.Attempt()
+	a.Finish(c, time.Second)
+	h.Record(a)
 }
 
 // Classifications used across tests.

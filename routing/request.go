@@ -105,11 +105,28 @@ func (f Facts) Unmet(d *config.Deployment, stream bool) string {
 	return ""
 }
 
-// Attempt is the record of one finished attempt, as the attempt state carries it.
+// Attempt is the record of one attempt, as the attempt state carries it: how the router
+// chose it (Decision.Attempt), then its outcome (Finish).
 type Attempt struct {
 	Deployment string
 	// Model is the public model of the hop the attempt served.
-	Model      string
+	Model string
+
+	// How it was chosen.
+	Move Move
+	Pick Pick
+	// Probe: the attempt owned its deployment's half-open probe (behaviour §5.4).
+	Probe bool
+	// AllOpenTry: whenAllOpen "try" ignored open circuits for it (behaviour §7.5).
+	AllOpenTry bool
+	// FallbackHop: 0 for the requested model, n for the n-th fallback model.
+	FallbackHop int
+	// Reason is the fallback chain in force when it was chosen; ReasonFrom the model whose
+	// refusal chose a context-window or content-policy chain.
+	Reason     config.Reason
+	ReasonFrom string
+
+	// Its outcome.
 	Class      failure.Class
 	Kind       failure.Kind
 	Quota      bool
@@ -122,15 +139,15 @@ type Attempt struct {
 	Code             string
 	// Message is the provider's sanitised public message.
 	Message string
+	// ProviderRequestID is the provider's own id of its response, sanitised.
+	ProviderRequestID string
 }
 
-// AttemptFrom builds the record of an attempt on d from its classification.
-func AttemptFrom(d *config.Deployment, c failure.Classification, latency time.Duration) Attempt {
-	return Attempt{
-		Deployment: d.ID, Model: d.PublicModel, Class: c.Class, Kind: c.Kind, Quota: c.Quota,
-		Status: c.Status, RetryAfter: c.RetryAfter, RetryAfterHeader: c.RetryAfterHeader, Latency: latency, Type: c.Type, Code: c.Code,
-		Message: c.Message,
-	}
+// Finish records the attempt's outcome: its classification and latency.
+func (a *Attempt) Finish(c failure.Classification, latency time.Duration) {
+	a.Class, a.Kind, a.Quota, a.Status = c.Class, c.Kind, c.Quota, c.Status
+	a.RetryAfter, a.RetryAfterHeader, a.Latency = c.RetryAfter, c.RetryAfterHeader, latency
+	a.Type, a.Code, a.Message = c.Type, c.Code, c.Message
 }
 
 // Skip records a deployment or fallback model passed over, and why (behaviour §9.2, §4.1).
@@ -257,16 +274,45 @@ func (h *History) askedOn(id string) int {
 	return n
 }
 
-// Record appends the outcome of the attempt d decided: the attempt on d.Deployment with its
-// classification and latency, the fallback reason (and the model whose refusal chose it)
-// the next decision must keep following, and the skips d found. It is the one way to grow a
-// History, so no caller can drop the reason and break a context-window chain (behaviour §7.6).
-// A stop decision records only its skips.
-func (h *History) Record(d *Decision, c failure.Classification, latency time.Duration) {
-	h.Skips = append(h.Skips, d.Skips...)
-	if d.Action != ActionAttempt || d.Deployment == nil {
-		return
+// Record appends a finished attempt, and makes the fallback chain it was chosen under (and
+// the model whose refusal chose it) the one the next decision follows. It is the one way to
+// grow a History's attempts, so no caller can drop the reason and break a context-window
+// chain (behaviour §7.6).
+func (h *History) Record(a Attempt) {
+	h.Reason, h.ReasonFrom = a.Reason, a.ReasonFrom
+	h.Attempts = append(h.Attempts, a)
+}
+
+// Skip appends the skips a decision found.
+func (h *History) Skip(skips []Skip) { h.Skips = append(h.Skips, skips...) }
+
+// hopOf is how many models the request moved through to reach model (0: the requested one).
+func (h *History) hopOf(model, requested string) int {
+	if model == requested {
+		return 0
 	}
-	h.Reason, h.ReasonFrom = d.Reason, d.ReasonFrom
-	h.Attempts = append(h.Attempts, AttemptFrom(d.Deployment, c, latency))
+	hop := 0
+	for i, a := range h.Attempts {
+		if a.Model == requested || h.modelSeen(a.Model, i) {
+			if a.Model == model {
+				return hop
+			}
+			continue
+		}
+		hop++
+		if a.Model == model {
+			return hop
+		}
+	}
+	return hop + 1
+}
+
+// modelSeen reports whether an attempt before the i-th served model.
+func (h *History) modelSeen(model string, i int) bool {
+	for _, a := range h.Attempts[:i] {
+		if a.Model == model {
+			return true
+		}
+	}
+	return false
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -63,11 +64,11 @@ func TestRequestThroughPublishedClusters(t *testing.T) {
 	live := config.NewLive(snap)
 
 	// switchyard's data plane: the ext_proc roles and the trampoline.
-	key := make([]byte, extproc.KeySize)
+	key := make([]byte, attemptstate.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	sealer, err := extproc.NewSealer(extproc.Keys{Current: key}, extproc.SealerOptions{})
+	sealer, err := attemptstate.NewSealer(attemptstate.Keys{Current: key}, attemptstate.SealerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

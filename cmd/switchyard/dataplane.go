@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -42,7 +43,7 @@ func (f *dataPlaneFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.trampolineAddr, "trampoline-listen", "127.0.0.1:9003", "address of the trampoline (priority 1 of every deployment cluster)")
 	fs.StringVar(&f.xdsAddr, "xds-listen", "127.0.0.1:18000", "address of the xDS (ADS) server publishing the deployment clusters and the route; empty: none")
 	fs.StringVar(&f.trampolineAdvertise, "trampoline-advertise", "", "host:port at which Envoy reaches the trampoline (default: the -trampoline-listen address)")
-	fs.StringVar(&f.stateKeysFile, "state-keys-file", "", "file of the attempt-state keys (base64, current first); else "+extproc.StateKeysEnv)
+	fs.StringVar(&f.stateKeysFile, "state-keys-file", "", "file of the attempt-state keys (base64, current first); else "+attemptstate.StateKeysEnv)
 	fs.IntVar(&f.maxRedirects, "max-internal-redirects", contract.DefaultMaxRedirects, "the Envoy route's max_internal_redirects; every maxAttempts must fit in it")
 	fs.IntVar(&f.maxRequestBody, "max-request-body", contract.DefaultMaxRequestBody, "largest request body in bytes: bodies above it get the dialect's 413; sizes the ext_proc gRPC message limits, the attempt role's response hold and, over xDS, Envoy's route and cluster buffer limits (the bootstrap listener's per_connection_buffer_limit_bytes must be at least this)")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long in-flight ext_proc streams may finish on shutdown")
@@ -75,20 +76,20 @@ func (f dataPlaneFlags) clientAuthOf(verifier extproc.KeyVerifier) (extproc.Clie
 
 // stateKeys loads the keys that seal the attempt state. Replicas must share them; a lone
 // replica on the memory store may run on a key of its own, made at startup.
-func stateKeys(f dataPlaneFlags, storeKind string, getenv func(string) string, log *slog.Logger) (extproc.Keys, error) {
-	keys, err := extproc.LoadKeys(func(k string) (string, bool) { v := getenv(k); return v, v != "" }, f.stateKeysFile)
+func stateKeys(f dataPlaneFlags, storeKind string, getenv func(string) string, log *slog.Logger) (attemptstate.Keys, error) {
+	keys, err := attemptstate.LoadKeys(func(k string) (string, bool) { v := getenv(k); return v, v != "" }, f.stateKeysFile)
 	if err == nil {
 		return keys, nil
 	}
-	if f.stateKeysFile != "" || getenv(extproc.StateKeysEnv) != "" || storeKind != "memory" {
-		return extproc.Keys{}, fmt.Errorf("attempt-state keys (replicas sharing a store must share them): %w", err)
+	if f.stateKeysFile != "" || getenv(attemptstate.StateKeysEnv) != "" || storeKind != "memory" {
+		return attemptstate.Keys{}, fmt.Errorf("attempt-state keys (replicas sharing a store must share them): %w", err)
 	}
-	k := make([]byte, extproc.KeySize)
+	k := make([]byte, attemptstate.KeySize)
 	if _, err := rand.Read(k); err != nil {
-		return extproc.Keys{}, fmt.Errorf("making a state key: %w", err)
+		return attemptstate.Keys{}, fmt.Errorf("making a state key: %w", err)
 	}
-	log.Info("no attempt-state keys configured; this single replica uses a key of its own", "env", extproc.StateKeysEnv)
-	return extproc.Keys{Current: k}, nil
+	log.Info("no attempt-state keys configured; this single replica uses a key of its own", "env", attemptstate.StateKeysEnv)
+	return attemptstate.Keys{Current: k}, nil
 }
 
 // dataPlane is the running ext_proc server and trampoline.
@@ -102,7 +103,7 @@ type dataPlane struct {
 	drain      time.Duration
 }
 
-func startDataPlane(f dataPlaneFlags, keys extproc.Keys, auth extproc.ClientAuth, router *routing.Router, live *config.Live, reg prometheus.Registerer, log *slog.Logger) (*dataPlane, error) {
+func startDataPlane(f dataPlaneFlags, keys attemptstate.Keys, auth extproc.ClientAuth, router *routing.Router, live *config.Live, reg prometheus.Registerer, log *slog.Logger) (*dataPlane, error) {
 	if err := extproc.CheckRedirectBudget(router.Config(), f.maxRedirects); err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func startDataPlane(f dataPlaneFlags, keys extproc.Keys, auth extproc.ClientAuth
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := extproc.NewSealer(keys, extproc.SealerOptions{Clock: router})
+	sealer, err := attemptstate.NewSealer(keys, attemptstate.SealerOptions{Clock: router})
 	if err != nil {
 		return nil, err
 	}

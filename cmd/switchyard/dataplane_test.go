@@ -18,7 +18,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/testlog"
 )
@@ -145,7 +145,7 @@ func behindEnvoyWith(t *testing.T, in, attempt *instance, deps map[string]string
 // TestStateKeysRequiredWithASharedStore: replicas on Redis must share their state keys, so
 // switchyard refuses to start without them; a lone memory-store replica makes its own.
 func TestStateKeysRequiredWithASharedStore(t *testing.T) {
-	in := startEnv(t, map[string]string{extproc.StateKeysEnv: ""}, "-config", writeConfig(t, "m1"))
+	in := startEnv(t, map[string]string{attemptstate.StateKeysEnv: ""}, "-config", writeConfig(t, "m1"))
 	if !strings.Contains(in.logs.String(), "uses a key of its own") {
 		t.Errorf("memory store without keys:\n%s", in.logs)
 	}
@@ -156,8 +156,8 @@ func TestStateKeysRequiredWithASharedStore(t *testing.T) {
 	err := run(ctx, []string{"-config", writeConfig(t, "r1"), "-store", "redis", "-redis-addrs", redisServer.Addr(t),
 		"-client-auth", "envoy", "-admin-listen", "127.0.0.1:0", "-operator-listen", "127.0.0.1:0", "-extproc-listen", "127.0.0.1:0", "-trampoline-listen", "127.0.0.1:0", "-xds-listen", ""},
 		func(string) string { return "" }, &logs, nil)
-	if err == nil || !strings.Contains(err.Error(), extproc.StateKeysEnv) {
-		t.Fatalf("err %v, want a refusal naming %s", err, extproc.StateKeysEnv)
+	if err == nil || !strings.Contains(err.Error(), attemptstate.StateKeysEnv) {
+		t.Fatalf("err %v, want a refusal naming %s", err, attemptstate.StateKeysEnv)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/redistest"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
@@ -46,7 +46,7 @@ func startEnv(t *testing.T, extra map[string]string, args ...string) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{logs: &testlog.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan started, 1)
-	env := map[string]string{"SWITCHYARD_MASTER_KEY": "test-master-key", extproc.StateKeysEnv: testStateKey}
+	env := map[string]string{"SWITCHYARD_MASTER_KEY": "test-master-key", attemptstate.StateKeysEnv: testStateKey}
 	for k, v := range extra {
 		env[k] = v
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
@@ -123,13 +124,13 @@ type gatewayOptions struct {
 	xds bool
 }
 
-func testKeys(t *testing.T) extproc.Keys {
+func testKeys(t *testing.T) attemptstate.Keys {
 	t.Helper()
-	k := make([]byte, extproc.KeySize)
+	k := make([]byte, attemptstate.KeySize)
 	if _, err := rand.Read(k); err != nil {
 		t.Fatal(err)
 	}
-	return extproc.Keys{Current: k}
+	return attemptstate.Keys{Current: k}
 }
 
 // startGateway starts fakes for deps, switchyard replicas and envoysim in front of them.
@@ -323,10 +324,10 @@ func (g *gateway) dumpLogsOnFailure() {
 	})
 }
 
-func startReplica(t *testing.T, live *config.Live, st store.Store, keys extproc.Keys, auth extproc.ClientAuth, log *slog.Logger) *replica {
+func startReplica(t *testing.T, live *config.Live, st store.Store, keys attemptstate.Keys, auth extproc.ClientAuth, log *slog.Logger) *replica {
 	t.Helper()
 	router := routing.New(live, st, routing.Options{Logger: log})
-	sealer, err := extproc.NewSealer(keys, extproc.SealerOptions{})
+	sealer, err := attemptstate.NewSealer(keys, attemptstate.SealerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
@@ -105,12 +106,12 @@ func Start(ctx context.Context, o Options) (g *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	key := make([]byte, extproc.KeySize)
+	key := make([]byte, attemptstate.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
 	router := routing.New(config.NewLive(snap), g.Store, routing.Options{Logger: log})
-	sealer, err := extproc.NewSealer(extproc.Keys{Current: key}, extproc.SealerOptions{})
+	sealer, err := attemptstate.NewSealer(attemptstate.Keys{Current: key}, attemptstate.SealerOptions{})
 	if err != nil {
 		return nil, err
 	}

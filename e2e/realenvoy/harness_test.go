@@ -32,6 +32,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
@@ -173,11 +174,11 @@ func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
 	}
 	live := config.NewLive(snap)
 	router := routing.New(live, memstore.New(), routing.Options{Logger: log})
-	key := make([]byte, extproc.KeySize)
+	key := make([]byte, attemptstate.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	sealer, err := extproc.NewSealer(extproc.Keys{Current: key}, extproc.SealerOptions{})
+	sealer, err := attemptstate.NewSealer(attemptstate.Keys{Current: key}, attemptstate.SealerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
