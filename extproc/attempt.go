@@ -10,7 +10,6 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
@@ -311,7 +310,7 @@ func (p *attemptProcessor) rewrite(body []byte) (provider.Rewrite, error) {
 	}
 	d := p.state.Dialect()
 	if p.req.Stream && d == dialect.Chat { // only a Chat stream's usage chunk depends on it
-		p.clientUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
+		p.clientUsage = dialect.StreamUsageAsked(body)
 	}
 	return up.Rewrite(provider.Input{
 		// Ask every Chat stream for its usage (TPM, throughput); the usage chunk is removed

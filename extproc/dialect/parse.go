@@ -110,7 +110,7 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 		case "stream":
 			stream = v
 		case "stream_options":
-			includeUsage = v.Get("include_usage").Type == gjson.True
+			includeUsage = UsageAsked(v)
 		case "parallel_tool_calls":
 			if d == Chat || d == Responses {
 				parallel = v

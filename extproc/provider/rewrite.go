@@ -117,7 +117,7 @@ func (up *Upstream) body(in Input) ([]byte, error) {
 		out = b
 	}
 	if in.IncludeUsage && in.Stream && in.Dialect == dialect.Chat && up.acceptsStreamUsage() &&
-		gjson.Get(client, "stream_options.include_usage").Type != gjson.True {
+		!dialect.StreamUsageAsked(in.Body) {
 		src := out
 		if src == nil {
 			src = in.Body
