@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -285,17 +284,7 @@ func (p *attemptProcessor) onRequestBody(b *extprocv3.HttpBody) error {
 // strippedRequest removes every credential and switchyard header from a request, and sets
 // content-length for a replaced body (nil keeps the length).
 func strippedRequest(h headerMap, body []byte) mutation {
-	var m mutation
-	for _, name := range provider.ClientCredentialHeaders {
-		if _, ok := h.raw(name); ok {
-			m.removeHeader(name)
-		}
-	}
-	for name := range h.names() {
-		if len(name) > len(switchyardPrefix) && strings.HasPrefix(name, switchyardPrefix) {
-			m.removeHeader(name)
-		}
-	}
+	m := stripped(h, switchyardPrefix)
 	if body != nil {
 		m.setHeader("content-length", strconv.Itoa(len(body)))
 	}
@@ -470,7 +459,7 @@ func (p *attemptProcessor) decide(ctx context.Context, hadBody, endOfStream bool
 		}
 		return p.stream.Send(streamedBody(body, endOfStream))
 	}
-	return p.redirect(c, latency, hadBody, via{})
+	return p.redirect(c, latency, hadBody, viaAttempt)
 }
 
 // redirect ends the failed attempt (its outcome in the router, the log and the state) and

@@ -259,7 +259,7 @@ func (p *attemptProcessor) failStream(c failure.Classification) error {
 	p.phase = attemptDone
 	latency := p.s.clock.Now().Sub(p.sentAt)
 	s.ended = true
-	return p.redirect(c, latency, true, via{stream: true})
+	return p.redirect(c, latency, true, viaStream)
 }
 
 // endCommitted closes a committed stream that failed: the error event, then a clean end.

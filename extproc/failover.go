@@ -31,10 +31,13 @@ type failedAttempt struct {
 }
 
 // via says where a failure was seen, for the log.
-type via struct {
-	stream     bool // a stream that failed before its commit
-	trampoline bool // a transport failure, seen by the trampoline
-}
+type via string
+
+const (
+	viaAttempt    via = "attempt"    // the attempt role, in a held response
+	viaStream     via = "stream"     // the attempt role, in a stream before its commit
+	viaTrampoline via = "trampoline" // the trampoline: a transport failure
+)
 
 // failover logs the failed attempt once, records it in the state and returns the 307 that
 // re-enters the route role.
@@ -45,7 +48,7 @@ func (s *Server) failover(ctx context.Context, f failedAttempt) (mutation, error
 		slog.String("class", f.class.Class.String()), slog.String("kind", string(f.class.Kind)),
 		slog.Int64("retry_after_ms", f.class.RetryAfter.Milliseconds()), slog.Int64("latency_ms", f.latency.Milliseconds()),
 		slog.String("circuit", transitionName(f.circuit)), slog.Int64("time_left_ms", f.state.Deadline().Sub(s.clock.Now()).Milliseconds()),
-		slog.String("provider_request_id", f.providerRequestID), slog.Bool("stream", f.via.stream), slog.Bool("trampoline", f.via.trampoline))
+		slog.String("provider_request_id", f.providerRequestID), slog.String("via", string(f.via)))
 	if err := f.state.Finish(f.class, f.latency, f.providerRequestID); err != nil {
 		return mutation{}, fmt.Errorf("recording the attempt in the state: %w", err)
 	}

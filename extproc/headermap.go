@@ -8,6 +8,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/switchyard-gw/switchyard/extproc/provider"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 )
 
@@ -132,4 +133,24 @@ func metadataBool(md *corev3.Metadata, key string) bool {
 // attribute reads one request attribute Envoy evaluated for the filter.
 func attribute(attrs map[string]*structpb.Struct, name string) *structpb.Value {
 	return attrs[attributesFilterName].GetFields()[name]
+}
+
+// stripped is the mutation that removes the client's credentials and every header starting
+// with one of prefixes from h: the one place a role takes them off a request.
+func stripped(h headerMap, prefixes ...string) mutation {
+	var m mutation
+	for name := range provider.ClientCredentialHeaders() {
+		if _, ok := h.raw(name); ok {
+			m.removeHeader(name)
+		}
+	}
+	for name := range h.names() {
+		for _, p := range prefixes {
+			if strings.HasPrefix(name, p) {
+				m.removeHeader(name)
+				break
+			}
+		}
+	}
+	return m
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -299,19 +298,9 @@ func (p *routeProcessor) sendAttempt(req *routing.Request, hist *routing.History
 // headers come back on re-entry, and the cluster header and Envoy's per-attempt timeouts are
 // set.
 func attemptHeaders(h headerMap, st *attemptstate.State, deploymentID string, left, perTry time.Duration) mutation {
-	var m mutation
-	for name := range h.names() {
-		if strings.HasPrefix(name, envoyPrefix) || strings.HasPrefix(name, switchyardPrefix) {
-			m.removeHeader(name)
-		}
-	}
-	for _, name := range provider.ClientCredentialHeaders {
-		if _, ok := h.raw(name); ok {
-			m.removeHeader(name)
-		}
-	}
+	m := stripped(h, envoyPrefix, switchyardPrefix)
 	for _, name := range savedHeaders {
-		if isCredential(name) {
+		if provider.IsClientCredential(name) {
 			continue
 		}
 		v, present, _ := st.SavedHeader(name)
@@ -329,8 +318,6 @@ func attemptHeaders(h headerMap, st *attemptstate.State, deploymentID string, le
 	m.setHeader(headerPerTryTimeout, strconv.FormatInt(ceilMillis(min(perTry, left)), 10))
 	return m
 }
-
-func isCredential(name string) bool { return slices.Contains(provider.ClientCredentialHeaders, name) }
 
 func ceilMillis(d time.Duration) int64 {
 	if d <= 0 {

@@ -65,7 +65,7 @@ func (s *Server) serveTrampoline(w http.ResponseWriter, r *http.Request) {
 	// A detached context: the bookkeeping must happen even if Envoy gave up on this attempt.
 	ctx := context.WithoutCancel(r.Context())
 	t := s.finishAttempt(ctx, requestID, &req, dep, cur.ID, res)
-	m, err := s.failover(ctx, failedAttempt{requestID: requestID, state: st, class: c, latency: latency, circuit: t, via: via{trampoline: true}})
+	m, err := s.failover(ctx, failedAttempt{requestID: requestID, state: st, class: c, latency: latency, circuit: t, via: viaTrampoline})
 	if err != nil {
 		s.log.Error("trampoline: failing over failed", "request", requestID, "err", err)
 		http.Error(w, "switchyard trampoline: internal error", http.StatusBadGateway)

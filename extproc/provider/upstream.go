@@ -3,7 +3,9 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
@@ -28,10 +30,25 @@ func Speaks(p failure.Provider, d dialect.Dialect) bool {
 	return d != dialect.None && routing.Speaks(p, d.API())
 }
 
-// ClientCredentialHeaders are the headers a client may carry its credentials in. The route
+// clientCredentialHeaders are the headers a client may carry its credentials in. The route
 // role removes them before any attempt (they travel only inside the sealed state) and a
 // rewrite never lets them reach a provider.
-var ClientCredentialHeaders = []string{"authorization", "proxy-authorization", "api-key", "x-api-key"}
+var clientCredentialHeaders = [...]string{"authorization", "proxy-authorization", "api-key", "x-api-key"}
+
+// ClientCredentialHeaders yields the headers a client may carry its credentials in.
+func ClientCredentialHeaders() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, h := range clientCredentialHeaders {
+			if !yield(h) {
+				return
+			}
+		}
+	}
+}
+
+// IsClientCredential reports whether header name (lower case) may carry a client's
+// credentials.
+func IsClientCredential(name string) bool { return slices.Contains(clientCredentialHeaders[:], name) }
 
 // Upstream is a deployment's endpoint and credentials, compiled once per configuration
 // so that a rewrite parses no URL.
@@ -117,7 +134,7 @@ func Compile(d *config.Deployment) (*Upstream, error) {
 	default:
 		return nil, fmt.Errorf("deployment %s: unknown provider %q", d.ID, d.Provider)
 	}
-	for _, h := range ClientCredentialHeaders {
+	for _, h := range clientCredentialHeaders {
 		if h != up.credName {
 			up.remove = append(up.remove, h)
 		}
