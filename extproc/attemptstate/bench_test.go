@@ -38,14 +38,14 @@ func BenchmarkSealOpenVsProto(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Open(sealed, st.RequestId); err != nil {
+		if _, err := s.Open(sealed, st.RequestID()); err != nil {
 			b.Fatal(err)
 		}
 		sealT += time.Since(t)
 	}
 	bare := func() {
 		t := time.Now()
-		raw, err := proto.Marshal(st)
+		raw, err := proto.Marshal(&st.m)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -76,10 +76,10 @@ func BenchmarkSealOpenVsProto(b *testing.B) {
 func BenchmarkSealOpenFirstPass(b *testing.B) {
 	s := newTestSealer(b, Keys{Current: testKey(1)}, fakeclock.New(t0))
 	st := sampleState()
-	st.Attempts, st.Skips, st.Redirects = nil, nil, 0
-	st.ClientHeaders = st.ClientHeaders[:2]
+	st.m.Attempts, st.m.Skips, st.m.Redirects = nil, nil, 0
+	st.m.ClientHeaders = st.m.ClientHeaders[:2]
 	for _, h := range []string{":scheme", ":authority", ":path"} {
-		saveHeader(st, h, []byte("x"), true)
+		st.SaveHeader(h, []byte("x"), true)
 	}
 	benchSealOpen(b, s, st)
 }
@@ -91,20 +91,20 @@ func BenchmarkSealOpenByAttempts(b *testing.B) {
 	s := newTestSealer(b, Keys{Current: testKey(1)}, fakeclock.New(t0))
 	for n := 0; n <= 3; n++ {
 		st := sampleState()
-		st.Attempts = st.Attempts[:n]
+		st.m.Attempts = st.m.Attempts[:n]
 		b.Run(strconv.Itoa(n), func(b *testing.B) { benchSealOpen(b, s, st) })
 	}
 }
 
 // benchSealOpen times one seal and one open of st per iteration.
-func benchSealOpen(b *testing.B, s *Sealer, st *statev1.State) {
+func benchSealOpen(b *testing.B, s *Sealer, st *State) {
 	b.ReportAllocs()
 	for b.Loop() {
 		sealed, err := s.Seal(st)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Open(sealed, st.RequestId); err != nil {
+		if _, err := s.Open(sealed, st.RequestID()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -28,7 +27,7 @@ func FuzzOpenState(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(valid, st.RequestId)
+	f.Add(valid, st.RequestID())
 	f.Add(valid, "other")
 	f.Add("", "")
 	f.Fuzz(func(t *testing.T, sealed, requestID string) {
@@ -42,10 +41,10 @@ func FuzzOpenState(f *testing.F) {
 			}
 			return
 		}
-		if got.GetRequestId() != requestID {
-			t.Fatalf("opened a state of request %q for %q", got.GetRequestId(), requestID)
+		if got.RequestID() != requestID {
+			t.Fatalf("opened a state of request %q for %q", got.RequestID(), requestID)
 		}
-		if !clock.Now().Before(time.Unix(0, got.GetDeadlineUnixNano())) {
+		if !clock.Now().Before(got.Deadline()) {
 			t.Fatal("opened an expired state")
 		}
 		// What opens is what some seal produced: resealing and opening gives it back.
@@ -54,7 +53,7 @@ func FuzzOpenState(f *testing.F) {
 			t.Fatal(err)
 		}
 		back, err := s.Open(again, requestID)
-		if err != nil || !proto.Equal(back, got) {
+		if err != nil || !proto.Equal(&back.m, &got.m) {
 			t.Fatalf("reseal round trip: %v", err)
 		}
 	})

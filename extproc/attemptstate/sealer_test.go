@@ -31,10 +31,11 @@ func newTestSealer(t testing.TB, keys Keys, clock *fakeclock.Clock) *Sealer {
 }
 
 // sampleState is a state with 3 attempts and 4 saved headers, as after two failovers.
-func sampleState() *statev1.State {
+func sampleState() *State {
 	general := statev1.FallbackReason_FALLBACK_REASON_GENERAL
-	return &statev1.State{
-		RequestId:        "6f1c2a9e-8d3b-4c7a-9e21-0b5d4f3a2c10",
+	st := &State{}
+	st.m = statev1.State{
+		RequestId:        []byte("6f1c2a9e-8d3b-4c7a-9e21-0b5d4f3a2c10"),
 		PublicModel:      "gpt-4o",
 		Operation:        statev1.Operation_OPERATION_TEXT,
 		Mode:             statev1.Mode_MODE_JSON,
@@ -58,10 +59,11 @@ func sampleState() *statev1.State {
 			{Name: "anthropic-version"},
 			{Name: "x-api-key", Value: []byte{}},
 		},
-		Current: &statev1.Current{DeploymentId: "claude-sonnet", Model: "claude-sonnet-4", AttemptId: "6f1c2a9e-4",
+		Current: &statev1.Current{DeploymentId: "claude-sonnet", Model: "claude-sonnet-4", AttemptId: []byte("6f1c2a9e-4"),
 			StartUnixNano: t0.Add(3 * time.Second).UnixNano(), Move: statev1.Move_MOVE_FALLBACK, FallbackReason: general, FallbackHop: 1, Probe: true},
 		Redirects: 3,
 	}
+	return st
 }
 
 func TestSealOpenRoundTrip(t *testing.T) {
@@ -78,18 +80,18 @@ func TestSealOpenRoundTrip(t *testing.T) {
 	if strings.Contains(sealed, "sk-client") {
 		t.Error("sealed state shows the client's key")
 	}
-	got, err := s.Open(sealed, st.RequestId)
+	got, err := s.Open(sealed, st.RequestID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !proto.Equal(st, got) {
-		t.Errorf("opened state differs:\nsealed %v\nopened %v", prototext.Format(st), prototext.Format(got))
+	if !proto.Equal(&st.m, &got.m) {
+		t.Errorf("opened state differs:\nsealed %v\nopened %v", prototext.Format(&st.m), prototext.Format(&got.m))
 	}
 	// Absent and empty headers stay distinct through the wire.
-	if _, present, saved := savedHeader(got, "anthropic-version"); !saved || present {
+	if _, present, saved := got.SavedHeader("anthropic-version"); !saved || present {
 		t.Errorf("anthropic-version: saved %v present %v, want saved and absent", saved, present)
 	}
-	if v, present, saved := savedHeader(got, "x-api-key"); !saved || !present || len(v) != 0 {
+	if v, present, saved := got.SavedHeader("x-api-key"); !saved || !present || len(v) != 0 {
 		t.Errorf("x-api-key: saved %v present %v value %q, want saved, present and empty", saved, present, v)
 	}
 	// Two seals of one state differ (fresh nonce each time).
@@ -108,18 +110,18 @@ func TestSealNotUTF8(t *testing.T) {
 	clock := fakeclock.New(t0)
 	s := newTestSealer(t, Keys{Current: testKey(1)}, clock)
 	st := sampleState()
-	st.RequestId = "req-\xff\xfe"
-	st.ClientHeaders[0].Value = []byte("\xff")
+	st.m.RequestId = []byte("req-\xff\xfe")
+	st.m.ClientHeaders[0].Value = []byte("\xff")
 	sealed, err := s.Seal(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Open(sealed, st.RequestId)
+	got, err := s.Open(sealed, st.RequestID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.RequestId != st.RequestId {
-		t.Errorf("request id %q, want %q", got.RequestId, st.RequestId)
+	if got.RequestID() != st.RequestID() {
+		t.Errorf("request id %q, want %q", got.RequestID(), st.RequestID())
 	}
 }
 
@@ -132,7 +134,7 @@ func TestOpenRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	rotated := newTestSealer(t, Keys{Current: testKey(2), Previous: testKey(1)}, clock)
-	if _, err := rotated.Open(sealedOld, st.RequestId); err != nil {
+	if _, err := rotated.Open(sealedOld, st.RequestID()); err != nil {
 		t.Fatalf("state sealed under the previous key: %v", err)
 	}
 	sealedNew, err := rotated.Seal(st)
@@ -141,16 +143,16 @@ func TestOpenRotation(t *testing.T) {
 	}
 	// Rotation in progress: a replica still on the old order (new key as previous) opens it.
 	lagging := newTestSealer(t, Keys{Current: testKey(1), Previous: testKey(2)}, clock)
-	if _, err := lagging.Open(sealedNew, st.RequestId); err != nil {
+	if _, err := lagging.Open(sealedNew, st.RequestID()); err != nil {
 		t.Fatalf("state sealed under the new key on a replica holding it as previous: %v", err)
 	}
 	// The old key dropped: its states are unknown_key, not a decryption attempt.
 	done := newTestSealer(t, Keys{Current: testKey(2)}, clock)
-	if _, err := done.Open(sealedOld, st.RequestId); RejectionReason(err) != RejectUnknownKey {
+	if _, err := done.Open(sealedOld, st.RequestID()); RejectionReason(err) != RejectUnknownKey {
 		t.Fatalf("state under a dropped key: %v, want %s", err, RejectUnknownKey)
 	}
 	other := newTestSealer(t, Keys{Current: testKey(3), Previous: testKey(4)}, clock)
-	if _, err := other.Open(sealedNew, st.RequestId); RejectionReason(err) != RejectUnknownKey {
+	if _, err := other.Open(sealedNew, st.RequestID()); RejectionReason(err) != RejectUnknownKey {
 		t.Fatalf("state under a key never held: %v, want %s", err, RejectUnknownKey)
 	}
 }
@@ -184,7 +186,7 @@ func TestOpenRejectsTampering(t *testing.T) {
 		for _, flip := range []byte{0x01, 0x80} {
 			b := bytes.Clone(raw)
 			b[i] ^= flip
-			_, err := s.Open(b64.EncodeToString(b), st.RequestId)
+			_, err := s.Open(b64.EncodeToString(b), st.RequestID())
 			want := RejectAuthFailed
 			switch i {
 			case 0:
@@ -202,7 +204,7 @@ func TestOpenRejectsTampering(t *testing.T) {
 	}
 	// Truncated and extended blobs.
 	for _, b := range [][]byte{raw[:len(raw)-1], raw[:headerSize+16], append(bytes.Clone(raw), 0)} {
-		if _, err := s.Open(b64.EncodeToString(b), st.RequestId); RejectionReason(err) != RejectAuthFailed {
+		if _, err := s.Open(b64.EncodeToString(b), st.RequestID()); RejectionReason(err) != RejectAuthFailed {
 			t.Errorf("blob of %d bytes (sealed %d): %v, want %s", len(b), len(raw), err, RejectAuthFailed)
 		}
 	}
@@ -216,7 +218,7 @@ func TestOpenRejectsOtherRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"", st.RequestId + "x", strings.ToUpper(st.RequestId), st.RequestId[:len(st.RequestId)-1]} {
+	for _, id := range []string{"", st.RequestID() + "x", strings.ToUpper(st.RequestID()), st.RequestID()[:len(st.RequestID())-1]} {
 		if _, err := s.Open(sealed, id); RejectionReason(err) != RejectAuthFailed {
 			t.Errorf("opened for request %q: %v, want %s", id, err, RejectAuthFailed)
 		}
@@ -231,13 +233,13 @@ func TestOpenRejectsExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Unix(0, st.DeadlineUnixNano)
+	deadline := time.Unix(0, st.m.DeadlineUnixNano)
 	clock.Advance(deadline.Sub(t0) - time.Nanosecond)
-	if _, err := s.Open(sealed, st.RequestId); err != nil {
+	if _, err := s.Open(sealed, st.RequestID()); err != nil {
 		t.Fatalf("a nanosecond before the deadline: %v", err)
 	}
 	clock.Advance(time.Nanosecond)
-	if _, err := s.Open(sealed, st.RequestId); RejectionReason(err) != RejectExpired {
+	if _, err := s.Open(sealed, st.RequestID()); RejectionReason(err) != RejectExpired {
 		t.Fatalf("at the deadline: %v, want %s", err, RejectExpired)
 	}
 }
@@ -286,7 +288,7 @@ func TestOpenRejectsGarbage(t *testing.T) {
 func TestSealRefusesOversizedState(t *testing.T) {
 	s := newTestSealer(t, Keys{Current: testKey(1)}, fakeclock.New(t0))
 	st := sampleState()
-	st.ClientHeaders = append(st.ClientHeaders, &statev1.Header{Name: "cookie", Value: bytes.Repeat([]byte("a"), MaxSealedLen)})
+	st.m.ClientHeaders = append(st.m.ClientHeaders, &statev1.Header{Name: "cookie", Value: bytes.Repeat([]byte("a"), MaxSealedLen)})
 	if _, err := s.Seal(st); err == nil {
 		t.Fatal("sealed a state above MaxSealedLen")
 	}
@@ -328,22 +330,22 @@ func TestSealerConcurrent(t *testing.T) {
 	storetest.Concurrently(16, func(i int) {
 		for j := range 50 {
 			st := sampleState()
-			st.RequestId = fmt.Sprintf("req-%d-%d", i, j)
-			st.Redirects = uint32(j)
+			st.m.RequestId = []byte(fmt.Sprintf("req-%d-%d", i, j))
+			st.m.Redirects = uint32(j)
 			// Vary the size so pooled buffers of other sizes get reused.
-			st.ClientHeaders[1].Value = bytes.Repeat([]byte("9"), 1+(i*j)%300)
+			st.m.ClientHeaders[1].Value = bytes.Repeat([]byte("9"), 1+(i*j)%300)
 			sealed, err := s.Seal(st)
 			if err != nil {
 				errs <- err
 				return
 			}
-			got, err := s.Open(sealed, st.RequestId)
+			got, err := s.Open(sealed, st.RequestID())
 			if err != nil {
 				errs <- err
 				return
 			}
-			if !proto.Equal(got, st) {
-				errs <- fmt.Errorf("request %s opened as %v", st.RequestId, prototext.Format(got))
+			if !proto.Equal(&got.m, &st.m) {
+				errs <- fmt.Errorf("request %s opened as %v", st.RequestID(), prototext.Format(&got.m))
 				return
 			}
 		}

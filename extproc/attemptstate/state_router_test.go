@@ -9,9 +9,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
-	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
@@ -57,7 +57,7 @@ func TestStateCarriesRequestAcrossPasses(t *testing.T) {
 			t.Fatal("no stop after 5 passes")
 		}
 		// Route role: a new request, or the state from the redirect.
-		var st *statev1.State
+		var st *State
 		var h *routing.History
 		r := req
 		if sealed == "" {
@@ -66,10 +66,11 @@ func TestStateCarriesRequestAcrossPasses(t *testing.T) {
 			if st, err = sealer.Open(sealed, req.ID); err != nil {
 				t.Fatalf("pass %d: %v", pass, err)
 			}
-			if r, err = requestOf(st); err != nil {
+			st.Redirect()
+			if r, err = st.Request(); err != nil {
 				t.Fatal(err)
 			}
-			if h, err = historyOf(st); err != nil {
+			if h, err = st.History(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -81,13 +82,9 @@ func TestStateCarriesRequestAcrossPasses(t *testing.T) {
 			break
 		}
 		if st == nil {
-			st = newState(&r, statev1.Dialect_DIALECT_OPENAI_CHAT, d.Deadline)
+			st = New(&r, dialect.Chat, d.Deadline)
 		}
-		var hop uint32
-		if d.Model != r.Model {
-			hop = 1
-		}
-		beginAttempt(st, &d, fmt.Sprintf("%s-%d", r.ID, pass), clock.Now(), hop)
+		st.Begin(&d, fmt.Sprintf("%s-%d", r.ID, pass), clock.Now())
 		moves = append(moves, d.Move)
 		served = append(served, d.Deployment.ID)
 		if sealed, err = sealer.Seal(st); err != nil {
@@ -99,18 +96,22 @@ func TestStateCarriesRequestAcrossPasses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dep := snap.Deployments[st.GetCurrent().GetDeploymentId()]
-		if err := router.StartAttempt(ctx, dep, st.GetCurrent().GetAttemptId(), d.Deadline, d.Reserved); err != nil {
+		cur, ok := st.Current()
+		if !ok {
+			t.Fatal("no attempt under way")
+		}
+		dep := snap.Deployments[cur.Deployment]
+		if err := router.StartAttempt(ctx, dep, cur.ID, st.Deadline(), cur.Reserved); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(200 * time.Millisecond)
 		c := failure.Classification{Class: failure.ClassTransient, Kind: failure.KindServerError, Status: 503, Message: "upstream down"}
-		if _, err := router.FinishAttempt(ctx, &r, dep, st.GetCurrent().GetAttemptId(), routing.Result{Classification: c, Latency: 200 * time.Millisecond}); err != nil {
+		if _, err := router.FinishAttempt(ctx, &r, dep, cur.ID, routing.Result{Classification: c, Latency: 200 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
-		a := routing.AttemptFrom(dep, c, 200*time.Millisecond)
-		finishAttempt(st, &a)
-		st.Redirects++
+		if err := st.Finish(c, 200*time.Millisecond, "prov-"+cur.ID); err != nil {
+			t.Fatal(err)
+		}
 		if sealed, err = sealer.Seal(st); err != nil {
 			t.Fatal(err)
 		}
@@ -125,9 +126,16 @@ func TestStateCarriesRequestAcrossPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.GetRedirects() != 3 || len(st.GetAttempts()) != 3 || st.GetAttempts()[2].GetFallbackHop() != 1 ||
-		st.GetAttempts()[2].GetMove() != statev1.Move_MOVE_FALLBACK || st.GetAttempts()[1].GetLatencyNanos() != int64(200*time.Millisecond) {
-		t.Errorf("final state %v", st)
+	h, err := st.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The record keeps how each attempt was chosen and what became of it.
+	if st.Redirects() != 2 || len(h.Attempts) != 3 || h.Attempts[2].FallbackHop != 1 || h.Attempts[0].FallbackHop != 0 ||
+		h.Attempts[2].Move != routing.MoveFallback || h.Attempts[1].Move != routing.MoveFailover ||
+		h.Attempts[1].Latency != 200*time.Millisecond || h.Attempts[2].Model != "backup" ||
+		h.Attempts[0].Pick == routing.PickNone || h.Attempts[1].ProviderRequestID != "prov-req-7-2" {
+		t.Errorf("final history %+v after %d redirects", h.Attempts, st.Redirects())
 	}
 }
 

@@ -7,10 +7,12 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
+	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // upperSnake turns "videoDownload" or "context_window" into "VIDEO_DOWNLOAD" / "CONTEXT_WINDOW".
@@ -46,98 +48,84 @@ func TestEnumsMirrorRouting(t *testing.T) {
 	check("reason", statev1.FallbackReason_name, "FALLBACK_REASON_", int(config.ReasonContentPolicy)+1, func(i int) string { return config.Reason(i).String() })
 }
 
-func TestHistoryRoundTrip(t *testing.T) {
-	req := routing.Request{ID: "req-1", Model: "gpt-4o", Operation: config.OpVideoDownload, Stream: true, Start: t0}
-	st := newState(&req, statev1.Dialect_DIALECT_OPENAI_CHAT, t0.Add(time.Hour))
-	gotReq, err := requestOf(st)
+func TestRequestRoundTrip(t *testing.T) {
+	req := routing.Request{ID: "req-1", Model: "gpt-4o", Operation: config.OpVideoDownload, Stream: true, Start: t0, Models: []string{"gpt-4o", "backup"}}
+	st := New(&req, dialect.Messages, t0.Add(time.Hour))
+	gotReq, err := st.Request()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(gotReq, req) {
 		t.Errorf("request %+v, want %+v", gotReq, req)
 	}
-
-	h := &routing.History{
-		Attempts: []routing.Attempt{
-			{Deployment: "a", Model: "gpt-4o", Class: failure.ClassThrottle, Kind: failure.KindRateLimit, Quota: true, Status: 429,
-				RetryAfter: 1500 * time.Millisecond, Latency: 42 * time.Millisecond, Type: "insufficient_quota", Code: "insufficient_quota", Message: "You exceeded your current quota."},
-			{Deployment: "b", Model: "gpt-4o-mini", Class: failure.ClassRequest, Kind: failure.KindContextOverflow, Status: 400, Latency: time.Second},
-		},
-		Reason:     config.ReasonContextWindow,
-		ReasonFrom: "gpt-4o-mini",
-		Skips:      []routing.Skip{{Deployment: "c", Model: "gpt-4o", Why: "tools not supported"}, {Model: "o1", Why: "streaming not supported"}},
+	if st.Dialect() != dialect.Messages || !st.Deadline().Equal(t0.Add(time.Hour)) || st.PublicModel() != "gpt-4o" {
+		t.Errorf("dialect %v deadline %v model %q", st.Dialect(), st.Deadline(), st.PublicModel())
 	}
-	putHistory(st, h)
-	got, err := historyOf(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, h) {
-		t.Errorf("history\n%+v\nwant\n%+v", got, h)
-	}
-	if h0, err := historyOf(newState(&req, 0, t0)); err != nil || len(h0.Attempts) != 0 || h0.Reason != config.ReasonGeneral {
+	if h0, err := New(&req, dialect.Chat, t0).History(); err != nil || len(h0.Attempts) != 0 || h0.Reason != config.ReasonGeneral {
 		t.Errorf("history of a new state: %+v, %v", h0, err)
 	}
 }
 
+// Begin and Finish carry how the router chose an attempt and what became of it into the
+// history the next decision reads, and into the record of every attempt.
 func TestBeginFinishAttempt(t *testing.T) {
 	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0}
-	st := newState(&req, statev1.Dialect_DIALECT_ANTHROPIC_MESSAGES, t0.Add(time.Hour))
+	st := New(&req, dialect.Messages, t0.Add(time.Hour))
 	d := routing.Decision{
 		Move: routing.MoveFallback, Deployment: &config.Deployment{ID: "claude"}, Model: "claude-sonnet-4",
-		Reason: config.ReasonContentPolicy, Probe: true, Skips: []routing.Skip{{Deployment: "x", Model: "gpt-4o", Why: "no"}},
+		Reason: config.ReasonContentPolicy, ReasonFrom: "gpt-4o", Probe: true, Pick: routing.PickWeighted, FallbackHop: 2,
+		Skips:    []routing.Skip{{Deployment: "x", Model: "gpt-4o", Why: "no", Cause: routing.SkipLimit}},
+		Reserved: store.ReservedTokens{At: t0, Tokens: 42},
 	}
-	beginAttempt(st, &d, "req-1-1", t0.Add(time.Second), 2)
-	cur := st.GetCurrent()
-	if cur.GetDeploymentId() != "claude" || cur.GetModel() != "claude-sonnet-4" || cur.GetAttemptId() != "req-1-1" ||
-		cur.GetStartUnixNano() != t0.Add(time.Second).UnixNano() {
-		t.Errorf("current %v", cur)
+	st.Begin(&d, "req-1-1", t0.Add(time.Second))
+	cur, ok := st.Current()
+	if !ok || cur.ID != "req-1-1" || !cur.Started.Equal(t0.Add(time.Second)) || cur.Reserved.Tokens != 42 || !cur.Reserved.At.Equal(t0) {
+		t.Errorf("current %+v", cur)
 	}
-	if cur.GetMove() != statev1.Move_MOVE_FALLBACK || cur.GetFallbackReason() != statev1.FallbackReason_FALLBACK_REASON_CONTENT_POLICY ||
-		cur.GetFallbackHop() != 2 || !cur.GetProbe() {
-		t.Errorf("current attempt chosen as %v", cur)
+	if !reflect.DeepEqual(cur.Attempt, d.Attempt()) {
+		t.Errorf("current attempt %+v, want the decision's %+v", cur.Attempt, d.Attempt())
 	}
 
-	a := routing.Attempt{Deployment: "claude", Model: "claude-sonnet-4", Class: failure.ClassTransient, Kind: failure.KindOverloaded, Status: 529}
-	finishAttempt(st, &a)
-	if st.GetCurrent() != nil {
+	c := failure.Classification{Class: failure.ClassTransient, Kind: failure.KindOverloaded, Status: 529, RetryAfter: 3 * time.Second,
+		RetryAfterHeader: true, Type: "overloaded_error", Code: "busy", Message: "Overloaded"}
+	if err := st.Finish(c, 700*time.Millisecond, "req_abc"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Current(); ok {
 		t.Error("current attempt not cleared")
 	}
-	h, err := historyOf(st)
+	if err := st.Finish(c, 0, ""); err == nil {
+		t.Error("Finish without an attempt under way succeeded")
+	}
+	h, err := st.History()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &routing.History{Attempts: []routing.Attempt{a}, Reason: config.ReasonContentPolicy, Skips: d.Skips}
-	if !reflect.DeepEqual(h, want) {
-		t.Errorf("history %+v, want %+v", h, want)
+	want := d.Attempt()
+	want.Finish(c, 700*time.Millisecond)
+	want.ProviderRequestID = "req_abc"
+	want.ReasonFrom = "" // the request's, not each attempt's: History.ReasonFrom
+	if len(h.Attempts) != 1 || !reflect.DeepEqual(h.Attempts[0], want) {
+		t.Errorf("attempts %+v, want [%+v]", h.Attempts, want)
 	}
-	if a := st.GetAttempts()[0]; a.GetMove() != statev1.Move_MOVE_FALLBACK || a.GetFallbackReason() != statev1.FallbackReason_FALLBACK_REASON_CONTENT_POLICY ||
-		a.GetFallbackHop() != 2 || !a.GetProbe() {
-		t.Errorf("the finished attempt lost how it was chosen: %v", a)
+	if h.Reason != config.ReasonContentPolicy || h.ReasonFrom != "gpt-4o" || !reflect.DeepEqual(h.Skips, d.Skips) {
+		t.Errorf("history reason %v from %q skips %+v", h.Reason, h.ReasonFrom, h.Skips)
 	}
-
-	// putHistory keeps how the recorded attempts were chosen; a new one takes the current's.
-	beginAttempt(st, &routing.Decision{Move: routing.MoveRetry, Deployment: &config.Deployment{ID: "d"}}, "req-1-2", t0, 0)
-	h.Attempts = append(h.Attempts, routing.Attempt{Deployment: "d", Class: failure.ClassNone, Status: 200})
-	putHistory(st, h)
-	if a := st.GetAttempts()[0]; a.GetFallbackHop() != 2 || a.GetMove() != statev1.Move_MOVE_FALLBACK {
-		t.Errorf("putHistory changed how attempt 1 was chosen: %v", a)
-	}
-	if a := st.GetAttempts()[1]; a.GetMove() != statev1.Move_MOVE_RETRY {
-		t.Errorf("putHistory: attempt 2 not chosen as the current attempt: %v", a)
+	if st.Attempts() != 1 || !reflect.DeepEqual(st.Skips(), d.Skips) {
+		t.Errorf("%d attempts, skips %+v", st.Attempts(), st.Skips())
 	}
 }
 
-func TestHistoryOfRejectsOutOfRange(t *testing.T) {
+func TestHistoryRejectsOutOfRange(t *testing.T) {
 	req := routing.Request{ID: "r", Model: "m", Start: t0}
 	for name, mutate := range map[string]func(*statev1.State){
 		"class unspecified": func(s *statev1.State) { s.Attempts = []*statev1.Attempt{{}} },
 		"class unknown":     func(s *statev1.State) { s.Attempts = []*statev1.Attempt{{Class: 99}} },
 		"reason":            func(s *statev1.State) { s.Reason = 0 },
 	} {
-		st := newState(&req, 0, t0)
-		mutate(st)
-		if _, err := historyOf(st); err == nil {
+		st := New(&req, dialect.Chat, t0)
+		mutate(&st.m)
+		if _, err := st.History(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -145,42 +133,39 @@ func TestHistoryOfRejectsOutOfRange(t *testing.T) {
 		"operation": func(s *statev1.State) { s.Operation = 0 },
 		"mode":      func(s *statev1.State) { s.Mode = 7 },
 	} {
-		st := newState(&req, 0, t0)
-		mutate(st)
-		if _, err := requestOf(st); err == nil {
+		st := New(&req, dialect.Chat, t0)
+		mutate(&st.m)
+		if _, err := st.Request(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 }
 
 func TestSaveHeader(t *testing.T) {
-	st := &statev1.State{}
-	saveHeader(st, "Authorization", []byte("Bearer a"), true)
-	saveHeader(st, "authorization", []byte("Bearer rewritten"), true) // the first value wins
-	saveHeader(st, "api-key", nil, false)
-	saveHeader(st, "content-length", nil, true)
-	if v, present, saved := savedHeader(st, "AUTHORIZATION"); !saved || !present || string(v) != "Bearer a" {
+	st := New(&routing.Request{ID: "r"}, dialect.Chat, t0)
+	st.SaveHeader("Authorization", []byte("Bearer a"), true)
+	st.SaveHeader("authorization", []byte("Bearer rewritten"), true) // the first value wins
+	st.SaveHeader("api-key", nil, false)
+	st.SaveHeader("content-length", nil, true)
+	if v, present, saved := st.SavedHeader("AUTHORIZATION"); !saved || !present || string(v) != "Bearer a" {
 		t.Errorf("authorization: %q %v %v", v, present, saved)
 	}
-	if _, present, saved := savedHeader(st, "api-key"); !saved || present {
+	if _, present, saved := st.SavedHeader("api-key"); !saved || present {
 		t.Errorf("api-key: present %v saved %v, want saved absent", present, saved)
 	}
-	if v, present, saved := savedHeader(st, "content-length"); !saved || !present || len(v) != 0 {
+	if v, present, saved := st.SavedHeader("content-length"); !saved || !present || len(v) != 0 {
 		t.Errorf("content-length: %q %v %v, want saved, present, empty", v, present, saved)
 	}
-	if _, _, saved := savedHeader(st, "x-api-key"); saved {
-		t.Error("x-api-key saved without saveHeader")
+	if _, _, saved := st.SavedHeader("x-api-key"); saved {
+		t.Error("x-api-key saved without SaveHeader")
 	}
-	if len(st.ClientHeaders) != 3 {
-		t.Errorf("%d headers saved, want 3", len(st.ClientHeaders))
+	if len(st.m.ClientHeaders) != 3 {
+		t.Errorf("%d headers saved, want 3", len(st.m.ClientHeaders))
 	}
-}
-
-// finishAttempt appends a as the outcome of the attempt under way in st and clears it: a
-// fixture for a state with a finished attempt (production records through recordAttempt).
-func finishAttempt(st *statev1.State, a *routing.Attempt) {
-	p := attemptProto(a)
-	chosenAs(p, st.GetCurrent())
-	st.Attempts = append(st.Attempts, p)
-	st.Current = nil
+	st.SaveHeader(":scheme", []byte("https"), true)
+	st.SaveHeader(":authority", []byte("gw.example"), true)
+	st.SaveHeader(":path", []byte("/v1/messages?beta=true"), true)
+	if u := st.OriginalURL(); u != "https://gw.example/v1/messages?beta=true" {
+		t.Errorf("original URL %q", u)
+	}
 }
