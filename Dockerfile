@@ -8,7 +8,7 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/switchyard ./cmd/switchyard && \
+    CGO_ENABLED=0 go build -tags vtprotobuf -trimpath -ldflags=-s -o /out/switchyard ./cmd/switchyard && \
     CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/fakeprovider ./cmd/fakeprovider
 
 FROM gcr.io/distroless/static-debian12:nonroot AS fakeprovider

@@ -12,6 +12,12 @@ PROTOVALIDATE_PROTO_VERSION := v1.2.2
 
 CONFIG ?= examples/switchyard.json
 
+# go-control-plane's generated vtprotobuf marshalling of the ext_proc messages (the answers
+# switchyard sends Envoy, extproc/codec.go) is behind this build tag; without it the answers
+# take protobuf-go's reflection (correct, slower). Every go command make runs, and the go
+# commands tests run from it, inherit it.
+export GOFLAGS += -tags=vtprotobuf
+
 .PHONY: build test test-realenvoy test-short lint proto bench load run demo tools fmt
 
 build:
