@@ -15,7 +15,7 @@ import (
 // A failover is how every failed attempt re-enters the route role, whether the attempt role
 // saw the failure (an HTTP error, a stream that failed before its commit) or the trampoline
 // did (a transport failure): the outcome goes into the state, the state is sealed again, and
-// a 307 to the client's own URL carries it back (docs/design.md, "Failover").
+// a 307 to the client's own URL carries it back (docs/design.md, "Attempt state"; docs/extproc.md, "The sealed state").
 
 // failedAttempt is what a failover records and logs of the attempt under way.
 type failedAttempt struct {
