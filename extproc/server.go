@@ -17,26 +17,17 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
+	"github.com/switchyard-gw/switchyard/internal/clock"
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
-// Clock tells the time and waits; tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // Options configure a Server. Zero fields take the defaults.
 type Options struct {
-	Clock  Clock
+	// Clock is the binary's one clock (the router's and the sealer's); the system clock when nil.
+	Clock  clock.Clock
 	Logger *slog.Logger
 	// Metrics receives the data plane's metrics; nil disables them.
 	Metrics *Metrics
@@ -73,7 +64,7 @@ type Server struct {
 
 	router *routing.Router
 	sealer *attemptstate.Sealer
-	clock  Clock
+	clock  clock.Clock
 	log    *slog.Logger
 	metric *Metrics
 	opts   Options
@@ -86,7 +77,7 @@ type Server struct {
 // NewServer returns a Server deciding with router and sealing state with sealer.
 func NewServer(router *routing.Router, sealer *attemptstate.Sealer, opts Options) *Server {
 	if opts.Clock == nil {
-		opts.Clock = systemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

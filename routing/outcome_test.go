@@ -85,7 +85,7 @@ func TestLateFailureAfterRecoveryKeepsCircuitClosed(t *testing.T) {
 	e := newEnv(t, cfgOf(settings(allowedFails(0)), dep("a", "m")))
 	slow := e.request("m")
 	ds := e.mustAttempt(slow, nil)
-	slowStart := e.router.Now()
+	slowStart := e.clock.Now()
 	if err := e.router.StartAttempt(context.Background(), ds.Deployment, "slow/0", ds.Deadline, ds.Reserved); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestLateFailureAfterRecoveryKeepsCircuitClosed(t *testing.T) {
 	if !dp.Probe {
 		t.Fatalf("decision at half-open is not the probe: %+v", dp)
 	}
-	probeStart := e.router.Now()
+	probeStart := e.clock.Now()
 	if tr, err := e.router.FinishAttempt(context.Background(), probe, dp.Deployment, "probe/0", routing.Result{Classification: ok, Started: probeStart, Latency: time.Second}); err != nil || !tr.Closed {
 		t.Fatalf("successful probe: %+v %v", tr, err)
 	}
@@ -136,7 +136,7 @@ func TestProbeFreedWhenOwnerEndsWithoutVerdict(t *testing.T) {
 	if stop := e.mustStop(e.request("m"), nil); stop.Code != "model_overloaded" {
 		t.Fatalf("a second request while the probe runs: %+v, want model_overloaded", stop)
 	}
-	tr, err := e.router.FinishAttempt(context.Background(), owner, dp.Deployment, "owner/0", routing.Result{Classification: badRequest, Started: e.router.Now()})
+	tr, err := e.router.FinishAttempt(context.Background(), owner, dp.Deployment, "owner/0", routing.Result{Classification: badRequest, Started: e.clock.Now()})
 	if err != nil || !tr.ProbeReleased {
 		t.Fatalf("the owner's request fault: %+v %v, want the probe released", tr, err)
 	}
@@ -161,7 +161,7 @@ func TestQuarantineStaysUnavailableAfterFailedProbe(t *testing.T) {
 	if !dp.Probe {
 		t.Fatalf("decision after the quarantine is not the probe: %+v", dp)
 	}
-	tr, err := e.router.FinishAttempt(context.Background(), probe, dp.Deployment, "probe/0", routing.Result{Classification: serverErr, Started: e.router.Now()})
+	tr, err := e.router.FinishAttempt(context.Background(), probe, dp.Deployment, "probe/0", routing.Result{Classification: serverErr, Started: e.clock.Now()})
 	if err != nil || !tr.Reopened {
 		t.Fatalf("failed probe: %+v %v", tr, err)
 	}

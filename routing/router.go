@@ -52,22 +52,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/clock"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
-// Clock tells the time. Tests inject a fake one.
-type Clock interface{ Now() time.Time }
-
 // Rand is a source of uniform floats in [0,1), safe for concurrent use. Tests inject a
 // seeded one.
 type Rand interface{ Float64() float64 }
-
-// SystemClock is the wall clock.
-type SystemClock struct{}
-
-// Now implements Clock.
-func (SystemClock) Now() time.Time { return time.Now() }
 
 // SystemRand draws from math/rand/v2's goroutine-safe global source.
 type SystemRand struct{}
@@ -89,7 +81,7 @@ type Store interface {
 type Router struct {
 	config ConfigSource
 	store  Store
-	clock  Clock
+	clock  clock.Clock
 	rand   Rand
 	log    *slog.Logger
 	// recordTimeout bounds the store calls that record an attempt (Options.RecordTimeout).
@@ -100,7 +92,7 @@ type Router struct {
 
 // Options configure a Router. Zero fields take the system defaults.
 type Options struct {
-	Clock  Clock
+	Clock  clock.Clock
 	Rand   Rand
 	Logger *slog.Logger
 	// RecordTimeout bounds StartAttempt and FinishAttempt, which run detached from their
@@ -119,7 +111,7 @@ func New(cfg ConfigSource, st Store, opts Options) *Router {
 		r.recordTimeout = DefaultRecordTimeout
 	}
 	if r.clock == nil {
-		r.clock = SystemClock{}
+		r.clock = clock.System{}
 	}
 	if r.rand == nil {
 		r.rand = SystemRand{}
@@ -130,9 +122,6 @@ func New(cfg ConfigSource, st Store, opts Options) *Router {
 	r.scratch.New = func() any { return &scratch{} }
 	return r
 }
-
-// Now is the router's clock reading; callers use it to timestamp attempts consistently.
-func (r *Router) Now() time.Time { return r.clock.Now() }
 
 // Config returns the configuration in force.
 func (r *Router) Config() *config.Snapshot { return r.config.Load() }

@@ -23,17 +23,9 @@ import (
 
 // ServerOptions tune the ADS server beyond the resources.
 type ServerOptions struct {
-	// PollInterval is how often the live configuration is checked for a new version
-	// (default 1 s; a check is one atomic load).
-	PollInterval time.Duration
-	// Clock times the polls; the system clock when nil (internal/fakeclock in tests).
-	Clock config.Timer
 	// GRPC are extra gRPC server options, e.g. TLS credentials.
 	GRPC []grpc.ServerOption
 }
-
-// DefaultPollInterval is ServerOptions.PollInterval's default.
-const DefaultPollInterval = time.Second
 
 // nodeKey is the one SnapshotCache key: every Envoy gets the same snapshot.
 const nodeKey = "switchyard"
@@ -100,12 +92,6 @@ func NewServer(live *config.Live, o Options, log *slog.Logger, reg prometheus.Re
 	if len(so) > 0 {
 		sopts = so[0]
 	}
-	if sopts.PollInterval <= 0 {
-		sopts.PollInterval = DefaultPollInterval
-	}
-	if sopts.Clock == nil {
-		sopts.Clock = systemTimer{}
-	}
 	return &Server{
 		live: live, opts: o, sopts: sopts, log: log, metrics: newMetrics(reg),
 		// ADS mode: responses wait until the Envoy asked for every resource type in order.
@@ -113,10 +99,6 @@ func NewServer(live *config.Live, o Options, log *slog.Logger, reg prometheus.Re
 		build: Build,
 	}, nil
 }
-
-type systemTimer struct{}
-
-func (systemTimer) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Serve publishes the current configuration, then serves ADS on ln and follows the live
 // configuration until ctx is done; it then closes the streams and returns nil. A late or
@@ -158,14 +140,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// follow publishes every new configuration version until ctx is done.
+// follow publishes every new configuration version until ctx is done, when the live
+// configuration says it changed (config.Live.Changed).
 func (s *Server) follow(ctx context.Context) {
 	for {
+		changed := s.live.Changed()
+		s.publish(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.sopts.Clock.After(s.sopts.PollInterval):
-			s.publish(ctx)
+		case <-changed:
 		}
 	}
 }

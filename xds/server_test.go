@@ -18,7 +18,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
-	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
@@ -27,10 +26,10 @@ import (
 const wait = 20 * time.Second
 
 type xdsFixture struct {
-	srv   *Server
-	addr  string
-	reg   *prometheus.Registry
-	clock *fakeclock.Clock
+	srv  *Server
+	addr string
+	reg  *prometheus.Registry
+	live *config.Live
 	// stop ends Serve and returns its result (at most once; cleanup calls it too).
 	stop func() error
 }
@@ -38,8 +37,8 @@ type xdsFixture struct {
 // startServer serves ADS for live on a free loopback port until the test ends.
 func startServer(t *testing.T, live *config.Live, o Options, build func(*config.Snapshot, Options) (*cache.Snapshot, []Omission, error)) *xdsFixture {
 	t.Helper()
-	f := &xdsFixture{reg: prometheus.NewRegistry(), clock: fakeclock.New(time.Unix(0, 0))}
-	srv, err := NewServer(live, o, slog.New(slog.DiscardHandler), f.reg, ServerOptions{Clock: f.clock})
+	f := &xdsFixture{reg: prometheus.NewRegistry(), live: live}
+	srv, err := NewServer(live, o, slog.New(slog.DiscardHandler), f.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,17 +75,21 @@ func startServer(t *testing.T, live *config.Live, o Options, build func(*config.
 	return f
 }
 
-// poll moves the fake clock past one poll interval once the follow loop waits on it.
+// poll waits until the server has handled the live configuration's version (published it,
+// or failed to): the live configuration tells the server of a change, nothing polls.
 func (f *xdsFixture) poll(t *testing.T) {
 	t.Helper()
+	want := f.live.Load().Version
 	deadline := time.Now().Add(wait)
-	for f.clock.Waiting() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the follow loop never waited on the clock")
+	for {
+		if p := f.srv.Publication(); p.Published == want || p.Failed == want {
+			return
 		}
-		time.Sleep(time.Millisecond) // polling real goroutine scheduling, not logic
+		if time.Now().After(deadline) {
+			t.Fatalf("version %d never handled: %+v", want, f.srv.Publication())
+		}
+		time.Sleep(time.Millisecond) // waiting on the server's goroutine, not on a timer of its own
 	}
-	f.clock.Advance(DefaultPollInterval)
 }
 
 // startEnvoy runs envoysim on the shipped bootstrap (envoy/envoy.yaml), its ADS cluster

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
@@ -103,7 +102,8 @@ type dataPlane struct {
 	drain      time.Duration
 }
 
-func startDataPlane(f dataPlaneFlags, keys attemptstate.Keys, auth extproc.ClientAuth, router *routing.Router, live *config.Live, reg prometheus.Registerer, log *slog.Logger) (*dataPlane, error) {
+func startDataPlane(f dataPlaneFlags, keys attemptstate.Keys, auth extproc.ClientAuth, router *routing.Router, live *config.Live, p process) (*dataPlane, error) {
+	reg, log := p.reg, p.log
 	if err := extproc.CheckRedirectBudget(router.Config(), f.maxRedirects); err != nil {
 		return nil, err
 	}
@@ -115,14 +115,14 @@ func startDataPlane(f dataPlaneFlags, keys attemptstate.Keys, auth extproc.Clien
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := attemptstate.NewSealer(keys, attemptstate.SealerOptions{Clock: router})
+	sealer, err := attemptstate.NewSealer(keys, attemptstate.SealerOptions{Clock: p.clock})
 	if err != nil {
 		return nil, err
 	}
 	if f.maxRequestBody <= 0 {
 		return nil, fmt.Errorf("-max-request-body %d: want a positive number of bytes", f.maxRequestBody)
 	}
-	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects,
+	srv := extproc.NewServer(router, sealer, extproc.Options{Clock: p.clock, Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects,
 		MaxRequestBody: f.maxRequestBody, ClientAuth: auth})
 	// The deployments' circuit, wait and in-flight gauges, read from the store per scrape.
 	reg.MustRegister(extproc.NewDeploymentCollector(router, log))

@@ -29,6 +29,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/admin"
 	"github.com/switchyard-gw/switchyard/extproc"
+	"github.com/switchyard-gw/switchyard/internal/clock"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 )
@@ -72,6 +73,14 @@ type started struct {
 
 // run starts switchyard and blocks until ctx is done. ready, if not nil, receives what
 // started once the admin listener serves.
+// process is what every part of the process shares: the one clock, the metrics registry and
+// the logger.
+type process struct {
+	clock clock.Clock
+	reg   prometheus.Registerer
+	log   *slog.Logger
+}
+
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready chan<- started) error {
 	fs := flag.NewFlagSet("switchyard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -116,8 +125,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p := process{clock: clock.System{}, reg: reg, log: log}
 	st, err := openStore(sf, redisEnv{password: getenv("SWITCHYARD_REDIS_PASSWORD"),
-		sentinelPassword: getenv("SWITCHYARD_REDIS_SENTINEL_PASSWORD")}, reg, log)
+		sentinelPassword: getenv("SWITCHYARD_REDIS_SENTINEL_PASSWORD")}, p)
 	if err != nil {
 		return err
 	}
@@ -143,16 +153,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var background sync.WaitGroup
 	defer func() { stopBG(); background.Wait() }()
 	if seedErr != nil {
-		background.Go(func() { seedWhenReachable(bg, st, sf.kind, cfg, *overwrite, time.After, log) })
+		background.Go(func() { seedWhenReachable(bg, st, sf.kind, cfg, *overwrite, p.clock.After, log) })
 	}
-	background.Go(func() { config.Follower{Logger: log}.Run(bg, live, st, validator) })
-	router := routing.New(live, st, routing.Options{Logger: log})
+	background.Go(func() { config.Follower{Clock: p.clock, Logger: log}.Run(bg, live, st, validator) })
+	router := routing.New(live, st, routing.Options{Clock: p.clock, Logger: log})
 	keys, err := stateKeys(df, sf.kind, getenv, log)
 	if err != nil {
 		return err
 	}
 	withKeys := df.clientAuth == string(extproc.ClientAuthKeys)
-	safety, err := newStoreSafety(st, live, keyCacheOf(withKeys, *keyMaxAge), reg, log)
+	safety, err := newStoreSafety(st, live, keyCacheOf(withKeys, *keyMaxAge), p)
 	if err != nil {
 		return err
 	}
@@ -169,7 +179,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	dp, err := startDataPlane(df, keys, auth, router, live, reg, log)
+	dp, err := startDataPlane(df, keys, auth, router, live, p)
 	if err != nil {
 		return err
 	}

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-gw/switchyard/admin"
@@ -152,7 +150,8 @@ type openedStore struct {
 
 // openStore builds the store. With Redis it routes on the Resilient wrapper, so requests keep
 // routing on local state while Redis is unreachable (docs/redis.md, "Degradation").
-func openStore(f storeFlags, env redisEnv, reg prometheus.Registerer, log *slog.Logger) (*openedStore, error) {
+func openStore(f storeFlags, env redisEnv, p process) (*openedStore, error) {
+	reg, log := p.reg, p.log
 	switch f.kind {
 	case "memory":
 		return &openedStore{Store: memstore.New(), name: "memory"}, nil
@@ -167,7 +166,7 @@ func openStore(f storeFlags, env redisEnv, reg prometheus.Registerer, log *slog.
 			_ = rdb.Close()
 			return nil, err
 		}
-		res, err := redisstore.NewResilient(remote, redisstore.ResilientConfig{Registerer: reg, Logger: log})
+		res, err := redisstore.NewResilient(remote, redisstore.ResilientConfig{Clock: p.clock, Registerer: reg, Logger: log})
 		if err != nil {
 			_ = remote.Close()
 			return nil, err

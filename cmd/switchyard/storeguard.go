@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -34,7 +33,8 @@ func keyCacheOf(on bool, maxAge time.Duration) keyCache { return keyCache{on: on
 
 // newStoreSafety builds the guard of live in st and, with keys on, the verifier, with their
 // counters on reg.
-func newStoreSafety(st *openedStore, live *config.Live, keys keyCache, reg prometheus.Registerer, log *slog.Logger) (*storeSafety, error) {
+func newStoreSafety(st *openedStore, live *config.Live, keys keyCache, p process) (*storeSafety, error) {
+	reg, log := p.reg, p.log
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_config_store_events_total",
 		Help: "Configuration guard events: behind (the store held an older configuration than the one in force, or none), " +
@@ -46,7 +46,7 @@ func newStoreSafety(st *openedStore, live *config.Live, keys keyCache, reg prome
 	if err := reg.Register(events); err != nil {
 		return nil, fmt.Errorf("registering the configuration guard's metrics: %w", err)
 	}
-	s := &storeSafety{guard: config.NewGuard(live, st, config.GuardOptions{Logger: log,
+	s := &storeSafety{guard: config.NewGuard(live, st, config.GuardOptions{Clock: p.clock, Logger: log,
 		Count: func(e string) { events.WithLabelValues(e).Inc() }})}
 	if !keys.on {
 		return s, nil

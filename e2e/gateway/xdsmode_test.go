@@ -32,7 +32,7 @@ var modes = []struct {
 func startXDS(t *testing.T, ctx context.Context, live *config.Live, trampoline string, log *slog.Logger) string {
 	t.Helper()
 	srv, err := xds.NewServer(live, xds.Options{Trampoline: trampoline, MaxInternalRedirects: contract.DefaultMaxRedirects},
-		log, nil, xds.ServerOptions{PollInterval: followPoll})
+		log, nil, xds.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

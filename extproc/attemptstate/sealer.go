@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchyard-gw/switchyard/routing"
+	"github.com/switchyard-gw/switchyard/internal/clock"
 )
 
 // A sealed state travels through Envoy as dynamic metadata and as the x-switchyard-state
@@ -83,7 +83,7 @@ func reject(r RejectReason, format string, args ...any) error {
 type Sealer struct {
 	current  sealKey
 	previous *sealKey
-	clock    routing.Clock
+	clock    clock.Clock
 	rand     io.Reader
 	// scratch holds *[]byte working buffers, so a seal allocates only its result and an
 	// open only the state (every redirect pays both).
@@ -98,7 +98,7 @@ type sealKey struct {
 // SealerOptions are NewSealer's injectable parts.
 type SealerOptions struct {
 	// Clock decides expiry; the wall clock when nil.
-	Clock routing.Clock
+	Clock clock.Clock
 	// Rand supplies nonces; crypto/rand when nil. Only tests replace it.
 	Rand io.Reader
 }
@@ -125,7 +125,7 @@ func NewSealer(keys Keys, opts SealerOptions) (*Sealer, error) {
 		s.previous = &prev
 	}
 	if s.clock == nil {
-		s.clock = routing.SystemClock{}
+		s.clock = clock.System{}
 	}
 	if s.rand == nil {
 		s.rand = rand.Reader

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/clock"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // PollInterval in case an announcement never came.
 type Follower struct {
 	// Clock times the retries and polls; the system clock when nil.
-	Clock Timer
+	Clock clock.Clock
 	// PollInterval is how often the store's version is read (default 5 s).
 	PollInterval time.Duration
 	// MinBackoff and MaxBackoff bound the wait between failed reloads (default 250 ms,
@@ -25,15 +26,6 @@ type Follower struct {
 	// Logger receives a warning per failed reload; discarded when nil.
 	Logger *slog.Logger
 }
-
-// Timer is the part of a clock the follower needs (internal/fakeclock in tests).
-type Timer interface {
-	After(d time.Duration) <-chan time.Time
-}
-
-type systemTimer struct{}
-
-func (systemTimer) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Default values of Follower.
 const (
@@ -44,7 +36,7 @@ const (
 
 func (f Follower) withDefaults() Follower {
 	if f.Clock == nil {
-		f.Clock = systemTimer{}
+		f.Clock = clock.System{}
 	}
 	if f.PollInterval <= 0 {
 		f.PollInterval = DefaultFollowPollInterval

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/clock"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
@@ -44,16 +45,10 @@ type GuardStore interface {
 	RestoreConfig(ctx context.Context, version uint64, cfg *configv1.Config) (uint64, bool, error)
 }
 
-// GuardClock is the guard's time source (internal/fakeclock in tests).
-type GuardClock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
 // GuardOptions configure a Guard. The zero value works.
 type GuardOptions struct {
 	// Clock defaults to the system clock.
-	Clock GuardClock
+	Clock clock.Clock
 	// PollInterval is how often the store's version is read (default 1 s).
 	PollInterval time.Duration
 	// Logger defaults to a discarding logger.
@@ -104,15 +99,10 @@ var ErrStoreBehind = errors.New("configuration store behind the configuration in
 // Is makes errors.Is(err, ErrStoreBehind) hold.
 func (e *StoreBehindError) Is(target error) bool { return target == ErrStoreBehind }
 
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // NewGuard returns a guard of l's configuration in cs; Run starts it.
 func NewGuard(l *Live, cs GuardStore, opts GuardOptions) *Guard {
 	if opts.Clock == nil {
-		opts.Clock = systemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultGuardPollInterval

@@ -3,16 +3,20 @@ package config
 import (
 	"context"
 	"fmt"
-	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/switchyard-gw/switchyard/routing/store"
 )
 
 // Live holds the snapshot in force. Readers never block writers: a new configuration is
-// compiled aside and swapped in atomically.
+// compiled aside and swapped in atomically. Changed tells who waits for a change (the xDS
+// server) when one happens, so nobody polls.
 type Live struct {
 	p atomic.Pointer[Snapshot]
+
+	mu      sync.Mutex
+	changed chan struct{} // closed at the next change; nil until someone asks
 }
 
 // NewLive returns a Live holding s.
@@ -26,7 +30,31 @@ func NewLive(s *Snapshot) *Live {
 func (l *Live) Load() *Snapshot { return l.p.Load() }
 
 // Store swaps in s unconditionally (a configuration file at start, tests).
-func (l *Live) Store(s *Snapshot) { l.p.Store(s) }
+func (l *Live) Store(s *Snapshot) {
+	l.p.Store(s)
+	l.notify()
+}
+
+// Changed returns a channel that is closed when the snapshot in force next changes. Take it
+// before Load, so a change between the two is not missed.
+func (l *Live) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
+}
+
+// notify closes the channel of whoever waits for the change just made.
+func (l *Live) notify() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
 
 // Reload loads, validates and compiles the store's configuration and swaps it in. A
 // configuration that no longer validates (written by a newer or buggy replica) is refused and
@@ -60,12 +88,8 @@ func (l *Live) swapNewer(snap *Snapshot) {
 			return
 		}
 		if l.p.CompareAndSwap(old, snap) {
+			l.notify()
 			return
 		}
 	}
-}
-
-// Follow keeps l in step with the store until ctx is done, with the Follower defaults.
-func (l *Live) Follow(ctx context.Context, cs store.ConfigStore, v *Validator, log *slog.Logger) {
-	Follower{Logger: log}.Run(ctx, l, cs, v)
 }

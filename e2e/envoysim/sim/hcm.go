@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
@@ -184,7 +185,12 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if noBody {
 		st.remoteDone.Store(true)
 	} else {
-		go pumpBody(r, &activityBody{ReadCloser: r.Body, st: st, length: r.ContentLength}, st.chain.In, h.limits)
+		pumped := make(chan struct{})
+		go func() {
+			defer close(pumped)
+			pumpBody(r, &activityBody{ReadCloser: r.Body, st: st, length: r.ContentLength}, st.chain.In, h.limits)
+		}()
+		defer drainAfterEarlyReply(r, rc, pumped)
 	}
 	for {
 		res := st.run(out)
@@ -209,6 +215,32 @@ func (h *hcmConfig) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// delayedCloseTimeout is the HCM's delayed_close_timeout default (1 s).
+const delayedCloseTimeout = time.Second
+
+// drainAfterEarlyReply models Envoy's delayed close on HTTP/1: when the response completes
+// before the request (a local reply at request headers, a 413 while the body is still
+// arriving), Envoy closes the connection with FlushWriteAndDelay, reading and discarding
+// what the client still sends for up to delayed_close_timeout, so the client finishes its
+// write and reads the response instead of meeting a reset (conn_manager_impl.cc
+// ConnectionManagerImpl::doEndStream and checkForDeferredClose; connection_impl.cc
+// ConnectionImpl::close with ConnectionCloseType::FlushWriteAndDelay). Go's server would
+// otherwise close a connection with a large unread body at once, and a client still
+// writing gets a reset that can swallow the response.
+func drainAfterEarlyReply(r *http.Request, rc *http.ResponseController, pumped <-chan struct{}) {
+	select {
+	case <-pumped:
+		return
+	default:
+	}
+	if r.ProtoMajor != 1 {
+		return // HTTP/2 resets the stream, not the connection
+	}
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now().Add(delayedCloseTimeout))
+	<-pumped
 }
 
 // pumpBody feeds the request body into the first pass. When the length is known the

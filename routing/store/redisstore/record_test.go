@@ -37,7 +37,7 @@ func cancelledRouter(t *testing.T, st routing.Store) (*routing.Router, *config.D
 func recordCancelled(t *testing.T, st routing.Store, other *redisstore.Store) {
 	t.Helper()
 	r, d, ctx := cancelledRouter(t, st)
-	now := r.Now()
+	now := newClock().Now() // the time of cancelledRouter's clock
 	req := &routing.Request{ID: "gone", Model: "m", Operation: config.OpText, Start: now}
 	if err := r.StartAttempt(ctx, d, "gone/0", now.Add(time.Minute), store.ReservedTokens{}); err != nil {
 		t.Fatalf("StartAttempt under a cancelled context: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/switchyard-gw/switchyard/internal/clock"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing/store"
 	"github.com/switchyard-gw/switchyard/routing/store/memstore"
@@ -63,24 +64,13 @@ type Resilient struct {
 
 var _ store.Store = (*Resilient)(nil)
 
-// Clock is the wrapper's own time source: backoff waits, status timestamps and log rate
-// limiting. Routing state never uses it (stores take `now` from the caller).
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // ResilientConfig configures a Resilient. The zero value works.
 type ResilientConfig struct {
 	// Local serves routing while Redis is unreachable; default a new memstore.
 	Local store.Store
-	// Clock defaults to the system clock.
-	Clock Clock
+	// Clock times backoff waits, status timestamps and log rate limiting (routing state never
+	// uses it: stores take `now` from the caller); the system clock when nil.
+	Clock clock.Clock
 	// Registerer receives the wrapper's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -120,7 +110,7 @@ func NewResilient(remote *Store, cfg ResilientConfig) (*Resilient, error) {
 		cfg.Local = memstore.New()
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.System{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

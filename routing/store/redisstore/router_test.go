@@ -48,7 +48,7 @@ func routerReplicas(t *testing.T, tg target, n int, cfg *configv1.Config, clock 
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); live.Follow(ctx, s, v, slog.New(slog.DiscardHandler)) }()
+		go func() { defer close(done); config.Follower{Logger: slog.New(slog.DiscardHandler)}.Run(ctx, live, s, v) }()
 		t.Cleanup(func() { cancel(); <-done })
 		out[i] = &replica{store: s, live: live, router: routing.New(live, s, routing.Options{Clock: clock, Rand: routing.SystemRand{}})}
 	}
