@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
+	"github.com/switchyard-gw/switchyard/internal/fakeclock"
 	statev1 "github.com/switchyard-gw/switchyard/proto/switchyard/state/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -63,6 +64,73 @@ func TestRequestRoundTrip(t *testing.T) {
 	}
 	if h0, err := New(&req, dialect.Chat, t0).History(); err != nil || len(h0.Attempts) != 0 || h0.Reason != config.ReasonGeneral {
 		t.Errorf("history of a new state: %+v, %v", h0, err)
+	}
+}
+
+// The history survives seal and open across attempts: every finished attempt keeps how it
+// was chosen and its whole outcome (quota, Retry-After, the provider's error), the skips
+// accumulate, and the fallback chain is the last attempt's.
+func TestHistoryRoundTrip(t *testing.T) {
+	clock := fakeclock.New(t0)
+	s := newTestSealer(t, Keys{Current: testKey(1)}, clock)
+	req := routing.Request{ID: "req-1", Model: "gpt-4o", Start: t0}
+	st := New(&req, dialect.Chat, t0.Add(time.Hour))
+	reseal := func() {
+		t.Helper()
+		sealed, err := s.Seal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err = s.Open(sealed, req.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d1 := routing.Decision{Move: routing.MoveFirst, Deployment: &config.Deployment{ID: "a"}, Model: "gpt-4o", Reason: config.ReasonGeneral,
+		Pick: routing.PickStrategy, Skips: []routing.Skip{{Deployment: "c", Model: "gpt-4o", Cause: routing.SkipCapability, Why: "tools not supported"}}}
+	c1 := failure.Classification{Class: failure.ClassThrottle, Kind: failure.KindRateLimit, Quota: true, Status: 429,
+		RetryAfter: 1500 * time.Millisecond, Type: "insufficient_quota", Code: "insufficient_quota", Message: "You exceeded your current quota."}
+	d2 := routing.Decision{Move: routing.MoveFallback, Deployment: &config.Deployment{ID: "b"}, Model: "gpt-4o-mini", Reason: config.ReasonContextWindow,
+		ReasonFrom: "gpt-4o", Pick: routing.PickSingle, AllOpenTry: true, FallbackHop: 1,
+		Skips: []routing.Skip{{Model: "o1", Cause: routing.SkipUnserved, Why: "no deployments serve this model"}}}
+	c2 := failure.Classification{Class: failure.ClassRequest, Kind: failure.KindContextOverflow, Status: 400}
+
+	st.Begin(&d1, "req-1-1", t0)
+	reseal()
+	if err := st.Finish(c1, 42*time.Millisecond, ""); err != nil {
+		t.Fatal(err)
+	}
+	reseal()
+	st.Redirect()
+	st.Begin(&d2, "req-1-2", t0.Add(time.Second))
+	reseal()
+	if err := st.Finish(c2, time.Second, "req_2"); err != nil {
+		t.Fatal(err)
+	}
+	reseal()
+
+	a1, a2 := d1.Attempt(), d2.Attempt()
+	a1.Finish(c1, 42*time.Millisecond)
+	a2.Finish(c2, time.Second)
+	a2.ProviderRequestID = "req_2"
+	a2.ReasonFrom = "" // the request's, not each attempt's: History.ReasonFrom
+	want := &routing.History{
+		Attempts:   []routing.Attempt{a1, a2},
+		Reason:     config.ReasonContextWindow,
+		ReasonFrom: "gpt-4o",
+		Skips:      append(append([]routing.Skip(nil), d1.Skips...), d2.Skips...),
+	}
+	h, err := st.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(h, want) {
+		t.Errorf("history\n%+v\nwant\n%+v", h, want)
+	}
+	if st.Redirects() != 1 || st.Attempts() != 2 {
+		t.Errorf("%d redirects, %d attempts; want 1, 2", st.Redirects(), st.Attempts())
+	}
+	if _, ok := st.Current(); ok {
+		t.Error("an attempt under way after the last Finish")
 	}
 }
 
