@@ -31,7 +31,7 @@ test:
 
 # The same scenarios against a real Envoy container (testcontainers-go): needs a Docker engine.
 test-realenvoy:
-	$(GO) test -count=1 -tags realenvoy -run TestRealEnvoy ./e2e/realenvoy/
+	$(GO) test -count=1 -tags realenvoy,vtprotobuf -run TestRealEnvoy ./e2e/realenvoy/
 
 test-short:
 	$(GO) test -short ./...
