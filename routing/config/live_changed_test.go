@@ -49,8 +49,12 @@ func TestLiveChanged(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() {
-		for l.Load().Version < 703 {
-			<-l.Changed()
+		for {
+			c := l.Changed() // before Load, as Changed's contract says
+			if l.Load().Version >= 703 {
+				break
+			}
+			<-c
 		}
 		close(done)
 	}()
