@@ -1,29 +1,25 @@
-package xds
+package xds_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
-	"encoding/pem"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
-	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
+	"github.com/switchyard-gw/switchyard/internal/replica"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/store/memstore"
+	"github.com/switchyard-gw/switchyard/xds"
 )
 
 // A request through envoysim on the shipped bootstrap, with nothing but xDS-published
@@ -38,8 +34,8 @@ func TestRequestThroughPublishedClusters(t *testing.T) {
 	}
 	ts := httptest.NewTLSServer(fake)
 	t.Cleanup(func() { fake.Close(); ts.Close() })
-	caFile := writeCA(t, ts)
-	dead := deadAddress(t)
+	caFile := xds.WriteCA(t, ts)
+	dead := xds.DeadAddress(t)
 
 	price := func(p float64) *configv1.Price { return &configv1.Price{InputPerMillion: &p, OutputPerMillion: &p} }
 	strategy := "price-based"
@@ -63,32 +59,28 @@ func TestRequestThroughPublishedClusters(t *testing.T) {
 	}
 	live := config.NewLive(snap)
 
-	// switchyard's data plane: the ext_proc roles and the trampoline.
+	// switchyard as the binary assembles it: the ext_proc roles, the trampoline and ADS.
 	key := make([]byte, attemptstate.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	sealer, err := attemptstate.NewSealer(attemptstate.Keys{Current: key}, attemptstate.SealerOptions{})
+	xdsLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	ep := extproc.NewServer(routing.New(live, memstore.New(), routing.Options{Logger: log}), sealer,
-		extproc.Options{Logger: log, Metrics: extproc.NewMetrics(prometheus.NewRegistry())})
-	gs := grpc.NewServer()
-	ep.Register(gs)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	r, err := replica.New(replica.Config{Router: routing.New(live, memstore.New(), routing.Options{Logger: log}), Live: live,
+		Keys: attemptstate.Keys{Current: key}, Logger: log, Listeners: replica.Listeners{XDS: xdsLn},
+		XDS: xds.Options{UpstreamCAFile: caFile}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = gs.Serve(ln) }()
-	t.Cleanup(gs.Stop)
-	tramp := httptest.NewServer(ep.Trampoline())
-	t.Cleanup(tramp.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.Serve(ctx, make(chan error, 3))
+	t.Cleanup(func() { cancel(); r.Shutdown(ctx) })
 
-	f := startServer(t, live, Options{Trampoline: tramp.Listener.Addr().String(), UpstreamCAFile: caFile}, nil)
-	envoy := startEnvoy(t, f.addr, ln.Addr().String())
-	waitFor(t, envoy, "sy-dep-a", "sy-dep-b")
+	envoy := xds.StartEnvoy(t, r.XDSAddr(), r.ExtProcAddr())
+	xds.WaitFor(t, envoy, "sy-dep-a", "sy-dep-b")
 
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	req, err := http.NewRequest("POST", "http://"+envoy.Addr("ingress")+"/v1/chat/completions", strings.NewReader(body))
@@ -112,26 +104,4 @@ func TestRequestThroughPublishedClusters(t *testing.T) {
 	if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer sk-b" {
 		t.Fatalf("b saw %d requests (%v)", len(reqs), reqs)
 	}
-}
-
-// deadAddress is a loopback address where nothing listens.
-func deadAddress(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
-// writeCA writes ts's certificate as a CA bundle for Options.UpstreamCAFile.
-func writeCA(t *testing.T, ts *httptest.Server) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -8,18 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/keepalive"
 
 	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
+	"github.com/switchyard-gw/switchyard/internal/replica"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
-	"github.com/switchyard-gw/switchyard/xds"
 )
 
 // dataPlaneFlags configure the ext_proc gRPC server Envoy calls and the trampoline.
@@ -91,22 +87,8 @@ func stateKeys(f dataPlaneFlags, storeKind string, getenv func(string) string, l
 	return attemptstate.Keys{Current: k}, nil
 }
 
-// dataPlane is the running ext_proc server and trampoline.
-type dataPlane struct {
-	grpc       *grpc.Server
-	trampoline *http.Server
-	extprocLn  net.Listener
-	trampLn    net.Listener
-	xds        *xds.Server
-	xdsLn      net.Listener
-	drain      time.Duration
-}
-
-func startDataPlane(f dataPlaneFlags, keys attemptstate.Keys, auth extproc.ClientAuth, router *routing.Router, live *config.Live, p process) (*dataPlane, error) {
-	reg, log := p.reg, p.log
-	if err := extproc.CheckRedirectBudget(router.Config(), f.maxRedirects); err != nil {
-		return nil, err
-	}
+// startDataPlane builds this process's replica (internal/replica) from the flags.
+func startDataPlane(f dataPlaneFlags, keys attemptstate.Keys, auth extproc.ClientAuth, router *routing.Router, live *config.Live, p process) (*replica.Replica, error) {
 	extprocCreds, err := f.extprocTLS.serverOptions()
 	if err != nil {
 		return nil, err
@@ -115,86 +97,47 @@ func startDataPlane(f dataPlaneFlags, keys attemptstate.Keys, auth extproc.Clien
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := attemptstate.NewSealer(keys, attemptstate.SealerOptions{Clock: p.clock})
-	if err != nil {
-		return nil, err
-	}
 	if f.maxRequestBody <= 0 {
 		return nil, fmt.Errorf("-max-request-body %d: want a positive number of bytes", f.maxRequestBody)
 	}
-	srv := extproc.NewServer(router, sealer, extproc.Options{Clock: p.clock, Logger: log, Metrics: extproc.NewMetrics(reg), MaxRedirects: f.maxRedirects,
-		MaxRequestBody: f.maxRequestBody, ClientAuth: auth})
-	// The deployments' circuit, wait and in-flight gauges, read from the store per scrape.
-	reg.MustRegister(extproc.NewDeploymentCollector(router, log))
-	// Envoy keeps its gRPC connection for every stream; keepalives find a dead one.
-	gs := grpc.NewServer(append(append(extprocCreds, srv.GRPCServerOptions()...), grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}))...)
-	srv.Register(gs)
-	dp := &dataPlane{grpc: gs, drain: f.drain,
-		trampoline: &http.Server{Handler: srv.Trampoline(), ReadHeaderTimeout: 10 * time.Second}}
-	if dp.extprocLn, err = net.Listen("tcp", f.extprocAddr); err != nil {
-		return nil, fmt.Errorf("ext_proc listener: %w", err)
+	ls, err := f.listen()
+	if err != nil {
+		return nil, err
 	}
-	if dp.trampLn, err = net.Listen("tcp", f.trampolineAddr); err != nil {
-		_ = dp.extprocLn.Close()
-		return nil, fmt.Errorf("trampoline listener: %w", err)
-	}
-	if f.xdsAddr != "" {
-		advertise := f.trampolineAdvertise
-		if advertise == "" {
-			advertise = dp.trampLn.Addr().String()
-		}
-		// The route's redirect budget and body limit are switchyard's own, so Envoy and the
-		// data plane can never disagree.
-		dp.xds, err = xds.NewServer(live, xds.Options{Trampoline: advertise, MaxInternalRedirects: uint32(f.maxRedirects),
-			RequestBodyBufferLimit: uint64(f.maxRequestBody)}, log, reg, xds.ServerOptions{GRPC: xdsCreds})
-		if err == nil {
-			dp.xdsLn, err = net.Listen("tcp", f.xdsAddr)
-		}
-		if err != nil {
-			_ = dp.extprocLn.Close()
-			_ = dp.trampLn.Close()
-			return nil, fmt.Errorf("xDS server: %w", err)
-		}
-	}
-	return dp, nil
+	return replica.New(replica.Config{Router: router, Live: live, Keys: keys, ClientAuth: auth,
+		MaxRedirects: f.maxRedirects, MaxRequestBody: f.maxRequestBody, Clock: p.clock, Logger: p.log, Registry: p.reg,
+		Listeners: ls, TrampolineAdvertise: f.trampolineAdvertise, ExtProcGRPC: extprocCreds, XDSGRPC: xdsCreds})
 }
 
-// serve runs the servers until ctx is done; the first error ends it.
-func (dp *dataPlane) serve(ctx context.Context, errc chan<- error) {
-	if dp.xds != nil {
-		go func() {
-			if err := dp.xds.Serve(ctx, dp.xdsLn); err != nil {
-				errc <- fmt.Errorf("xDS server: %w", err)
-			}
-		}()
-	}
-	go func() { errc <- fmt.Errorf("ext_proc server: %w", dp.grpc.Serve(dp.extprocLn)) }()
-	go func() {
-		if err := dp.trampoline.Serve(dp.trampLn); !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("trampoline: %w", err)
+// listen opens the data plane's listeners (no xDS one without -xds-listen); on an error
+// none stays open.
+func (f dataPlaneFlags) listen() (ls replica.Listeners, err error) {
+	var opened []net.Listener
+	open := func(what, addr string) net.Listener {
+		if err != nil || addr == "" {
+			return nil
 		}
-	}()
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			err = fmt.Errorf("%s listener: %w", what, err)
+			return nil
+		}
+		opened = append(opened, ln)
+		return ln
+	}
+	ls = replica.Listeners{ExtProc: open("ext_proc", f.extprocAddr), Trampoline: open("trampoline", f.trampolineAddr), XDS: open("xDS", f.xdsAddr)}
+	if err != nil {
+		for _, ln := range opened {
+			_ = ln.Close()
+		}
+		return replica.Listeners{}, err
+	}
+	return ls, nil
 }
 
-// stop stops accepting and lets in-flight streams finish within the drain timeout; streams
-// still open then are cancelled, which releases their in-flight attempts.
-func (dp *dataPlane) stop() {
-	done := make(chan struct{})
-	go func() { dp.grpc.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(dp.drain):
-		dp.grpc.Stop()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// stopDataPlane lets in-flight streams finish within the drain timeout, then cuts them.
+func stopDataPlane(dp *replica.Replica, drain time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	_ = dp.trampoline.Shutdown(ctx)
-}
-
-func (dp *dataPlane) xdsAddr() string {
-	if dp.xdsLn == nil {
-		return ""
-	}
-	return dp.xdsLn.Addr().String()
+	dp.Shutdown(ctx)
 }

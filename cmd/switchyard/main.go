@@ -184,8 +184,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	checks := []func(context.Context) admin.Readiness{safety.check(st)}
-	if dp.xds != nil {
-		checks = append(checks, xdsCheck(dp.xds, live))
+	if dp.XDS != nil {
+		checks = append(checks, xdsCheck(dp.XDS, live))
 	}
 
 	masterKey, err := admin.LoadMasterKey(getenv, *masterKeyFile)
@@ -196,9 +196,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Warn("no master key (" + admin.MasterKeyEnv + " or -master-key-file); authenticated endpoints will refuse every request")
 	}
 	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st,
-		Router: router, Gate: safety.guard, Omitted: dp.omitted, Logger: log})
+		Router: router, Gate: safety.guard, Omitted: omittedOf(dp.XDS), Logger: log})
 	if err != nil {
-		dp.stop()
+		stopDataPlane(dp, df.drain)
 		return err
 	}
 	// Two listeners: kubelet and Prometheus reach the operator endpoints without reaching the
@@ -208,36 +208,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}), ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *adminAddr)
 	if err != nil {
-		dp.stop()
+		stopDataPlane(dp, df.drain)
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	opLn, err := net.Listen("tcp", *operatorAddr)
 	if err != nil {
 		_ = ln.Close()
-		dp.stop()
+		stopDataPlane(dp, df.drain)
 		return fmt.Errorf("operator listener: %w", err)
 	}
 	snap := live.Load()
 	log.Info("switchyard started", "admin", ln.Addr().String(), "operator", opLn.Addr().String(),
-		"extproc", dp.extprocLn.Addr().String(), "trampoline", dp.trampLn.Addr().String(), "xds", dp.xdsAddr(),
+		"extproc", dp.ExtProcAddr(), "trampoline", dp.TrampolineAddr(), "xds", dp.XDSAddr(),
 		"store", st.name, "client_auth", string(auth.Mode), "config_version", snap.Version,
 		"deployments", len(snap.Deployments), "models", len(snap.Groups), "strategy", snap.Settings.Strategy.String())
 	if ready != nil {
-		ready <- started{addr: ln.Addr().String(), operator: opLn.Addr().String(), extproc: dp.extprocLn.Addr().String(),
-			trampoline: dp.trampLn.Addr().String(), xds: dp.xdsAddr(), live: live}
+		ready <- started{addr: ln.Addr().String(), operator: opLn.Addr().String(), extproc: dp.ExtProcAddr(),
+			trampoline: dp.TrampolineAddr(), xds: dp.XDSAddr(), live: live}
 	}
-	errc := make(chan error, 4)
+	errc := make(chan error, 8)
 	go func() { errc <- fmt.Errorf("admin server: %w", adminSrv.Serve(ln)) }()
 	go func() { errc <- fmt.Errorf("operator server: %w", opSrv.Serve(opLn)) }()
-	dp.serve(ctx, errc)
+	dp.Serve(ctx, errc)
 	select {
 	case err := <-errc:
-		dp.stop()
+		stopDataPlane(dp, df.drain)
 		return err
 	case <-ctx.Done():
 	}
 	// Drain the data plane first: Envoy keeps sending the streams of requests in flight.
-	dp.stop()
+	stopDataPlane(dp, df.drain)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := errors.Join(adminSrv.Shutdown(shutdownCtx), opSrv.Shutdown(shutdownCtx)); err != nil {

@@ -30,11 +30,13 @@ func xdsCheck(s *xds.Server, live *config.Live) func(context.Context) admin.Read
 	}
 }
 
-// omitted is the status view's report of the deployments without a cluster; nil without
+// omittedOf is the status view's report of the deployments without a cluster; nil without
 // an xDS server.
-func (dp *dataPlane) omitted() map[string]string {
-	if dp.xds == nil {
-		return nil
+func omittedOf(s *xds.Server) func() map[string]string {
+	return func() map[string]string {
+		if s == nil {
+			return nil
+		}
+		return s.Publication().Omitted
 	}
-	return dp.xds.Publication().Omitted
 }

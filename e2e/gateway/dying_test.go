@@ -29,7 +29,7 @@ func TestAttemptRoleDiesBeforeTheResponse(t *testing.T) {
 	done := g.postAsync("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
 		map[string]string{fakeprovider.FaultHeader: "header-delay=1s"})
 	eventually(t, "the provider call", func() bool { return len(g.fakes["oa"].Requests()) == 1 })
-	g.replicas[0].grpc.Stop()
+	g.replicas[0].kill()
 	r := awaitResult(t, done)
 	if r.status != http.StatusOK || gjson.GetBytes(r.body, "choices.0.message.content").String() == "" {
 		t.Fatalf("status %d body %s", r.status, r.body)
@@ -65,7 +65,7 @@ func TestAttemptRoleDiesDuringTheResponse(t *testing.T) {
 	eventually(t, "the first body chunk reaching the attempt role", func() bool {
 		return g.replicas[0].messages(contract.RoleAttempt, "response_body") > 0
 	})
-	g.replicas[0].grpc.Stop()
+	g.replicas[0].kill()
 	r := awaitResult(t, done)
 	t.Logf("replica died during the JSON response: client got %d after %v (responseMs 2 s)", r.status, r.took.Round(10*time.Millisecond))
 	if r.status < 500 || r.took > 6*time.Second {
@@ -121,7 +121,7 @@ func newLoopbackServer(t *testing.T, h http.Handler) string {
 }
 
 // messages counts the ext_proc messages of a role and kind the replica processed.
-func (r *replica) messages(role, message string) uint64 {
+func (r *instance) messages(role, message string) uint64 {
 	mfs, err := r.reg.Gather()
 	if err != nil {
 		return 0
@@ -180,7 +180,7 @@ func TestAttemptRoleDiesDuringACommittedStream(t *testing.T) {
 					text.WriteString(c.Delta.Content)
 				}
 				if text.Len() > 0 && stopped.IsZero() {
-					g.replicas[0].grpc.Stop()
+					g.replicas[0].kill()
 					stopped = time.Now()
 				}
 			}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/switchyard-gw/switchyard/internal/testlog"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
 
 	"github.com/switchyard-gw/switchyard/admin"
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
@@ -27,6 +25,8 @@ import (
 	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
+	"github.com/switchyard-gw/switchyard/internal/replica"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -81,18 +81,22 @@ func (d deployment) key() string {
 	return providerKey(d.ID)
 }
 
-// replica is one switchyard process: its ext_proc gRPC server and trampoline.
-type replica struct {
-	grpc      *grpc.Server
-	router    *routing.Router
-	live      *config.Live
-	grpcAddr  string
-	trampAddr string
-	reg       *prometheus.Registry
+// instance is one switchyard replica as the binary assembles it (internal/replica), with its
+// operator endpoints.
+type instance struct {
+	*replica.Replica
+	router *routing.Router
+	live   *config.Live
+	reg    *prometheus.Registry
 	// metricsURL is the replica's operator /metrics (admin.Handler over reg).
 	metricsURL string
-	// xdsAddr is the replica's ADS server (xds mode only).
-	xdsAddr string
+}
+
+// kill ends the replica as a crash would: every stream and connection at once.
+func (r *instance) kill() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Shutdown(ctx)
 }
 
 type gateway struct {
@@ -100,7 +104,7 @@ type gateway struct {
 	base     string
 	sim      *sim.Sim
 	store    store.Store
-	replicas []*replica
+	replicas []*instance
 	fakes    map[string]*fakeprovider.Server
 	logs     *testlog.Buffer
 }
@@ -230,6 +234,12 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 			t.Fatalf("seeding the configuration store: %v", err)
 		}
 	}
+	// Several replicas sit behind one trampoline address (a load balancer), which xDS
+	// publishes: it is known before the replicas start.
+	var rr *roundRobin
+	if n > 1 {
+		rr = listenRoundRobin(t)
+	}
 	for i := 0; i < n; i++ {
 		st := g.store
 		if i < len(o.replicaStores) {
@@ -247,16 +257,18 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 			}
 			go config.Follower{PollInterval: followPoll, Logger: log.With("replica", i)}.Run(ctx, live, st, validator)
 		}
-		g.replicas = append(g.replicas, startReplica(t, live, st, keys, auth, log.With("replica", i)))
+		spec := replicaSpec{live: live, store: st, keys: keys, auth: auth, xds: o.xds, log: log.With("replica", i)}
+		if rr != nil {
+			spec.trampoline = rr.addr()
+		}
+		g.replicas = append(g.replicas, startReplica(t, ctx, spec))
 	}
-	trampoline := g.replicas[0].trampAddr
-	if n > 1 {
-		trampoline = roundRobinTCP(t, g.trampAddrs())
+	trampoline := g.replicas[0].TrampolineAddr()
+	if rr != nil {
+		rr.serve(g.trampAddrs())
+		trampoline = rr.addr()
 	}
 	if o.xds {
-		for i, r := range g.replicas {
-			r.xdsAddr = startXDS(t, ctx, r.live, trampoline, log.With("replica", i, "component", "xds"))
-		}
 		g.sim = startXDSEnvoy(t, ctx, g, log)
 		g.base = "http://" + g.sim.Addr("ingress")
 		var clusters []string
@@ -270,10 +282,10 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 	// With two replicas the route role runs on the first and the attempt role on the
 	// second (envoysim's gRPC client, like Envoy's, keeps one connection per cluster), and
 	// trampoline connections alternate between them.
-	extAddr, attemptAddr, trampAddr := g.replicas[0].grpcAddr, g.replicas[0].grpcAddr, trampoline
+	extAddr, attemptAddr, trampAddr := g.replicas[0].ExtProcAddr(), g.replicas[0].ExtProcAddr(), trampoline
 	attemptCluster := "switchyard_extproc"
 	if n > 1 {
-		attemptAddr, attemptCluster = g.replicas[1].grpcAddr, "switchyard_extproc_attempt"
+		attemptAddr, attemptCluster = g.replicas[1].ExtProcAddr(), "switchyard_extproc_attempt"
 	}
 	ah, ap := splitHostPort(t, attemptAddr)
 	eh, ep := splitHostPort(t, extAddr)
@@ -324,52 +336,84 @@ func (g *gateway) dumpLogsOnFailure() {
 	})
 }
 
-func startReplica(t *testing.T, live *config.Live, st store.Store, keys attemptstate.Keys, auth extproc.ClientAuth, log *slog.Logger) *replica {
+// replicaSpec is what a test replica is made of.
+type replicaSpec struct {
+	live  *config.Live
+	store store.Store
+	keys  attemptstate.Keys
+	auth  extproc.ClientAuth
+	// xds: the replica serves ADS too, publishing trampoline (its own when empty).
+	xds        bool
+	trampoline string
+	log        *slog.Logger
+}
+
+func startReplica(t *testing.T, ctx context.Context, s replicaSpec) *instance {
 	t.Helper()
-	router := routing.New(live, st, routing.Options{Logger: log})
-	sealer, err := attemptstate.NewSealer(keys, attemptstate.SealerOptions{})
+	router := routing.New(s.live, s.store, routing.Options{Logger: s.log})
+	reg := prometheus.NewRegistry()
+	c := replica.Config{Router: router, Live: s.live, Keys: s.keys, ClientAuth: s.auth, Logger: s.log, Registry: reg,
+		TrampolineAdvertise: s.trampoline}
+	if s.xds {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Listeners.XDS = ln
+	}
+	r, err := replica.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg), ClientAuth: auth})
-	reg.MustRegister(extproc.NewDeploymentCollector(router, log))
+	errc := make(chan error, 3)
+	r.Serve(ctx, errc)
+	t.Cleanup(func() {
+		// envoysim closed first (its cleanup was registered later); what is left drains briefly.
+		drain, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r.Shutdown(drain)
+		select {
+		case err := <-errc:
+			t.Errorf("replica: %v", err)
+		default:
+		}
+	})
 	ops := httptest.NewServer(admin.Handler(router, admin.Options{Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}))
 	t.Cleanup(ops.Close)
-	gs := grpc.NewServer(srv.GRPCServerOptions()...)
-	srv.Register(gs)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = gs.Serve(ln) }()
-	t.Cleanup(gs.Stop)
-	tramp := httptest.NewServer(srv.Trampoline())
-	t.Cleanup(tramp.Close)
-	return &replica{grpc: gs, router: router, live: live, grpcAddr: ln.Addr().String(), trampAddr: tramp.Listener.Addr().String(), reg: reg,
-		metricsURL: ops.URL + "/metrics"}
+	return &instance{Replica: r, router: router, live: s.live, reg: reg, metricsURL: ops.URL + "/metrics"}
 }
 
 func (g *gateway) trampAddrs() []string {
 	var out []string
 	for _, r := range g.replicas {
-		out = append(out, r.trampAddr)
+		out = append(out, r.TrampolineAddr())
 	}
 	return out
 }
 
-// roundRobinTCP listens on loopback and sends each accepted connection to the next of addrs:
-// a stand-in for a load balancer in front of several switchyard replicas.
-func roundRobinTCP(t *testing.T, addrs []string) string {
+// roundRobin listens on loopback and sends each accepted connection to the next of its
+// addresses: a stand-in for a load balancer in front of several switchyard replicas.
+type roundRobin struct {
+	ln net.Listener
+}
+
+func listenRoundRobin(t *testing.T) *roundRobin {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
+	return &roundRobin{ln: ln}
+}
+
+func (rr *roundRobin) addr() string { return rr.ln.Addr().String() }
+
+// serve starts accepting; connections wait in the backlog until then.
+func (rr *roundRobin) serve(addrs []string) {
 	go func() {
 		for i := 0; ; i++ {
-			c, err := ln.Accept()
+			c, err := rr.ln.Accept()
 			if err != nil {
 				return
 			}
@@ -381,7 +425,6 @@ func roundRobinTCP(t *testing.T, addrs []string) string {
 			go pipe(c, up)
 		}
 	}()
-	return ln.Addr().String()
 }
 
 func pipe(a, b net.Conn) {

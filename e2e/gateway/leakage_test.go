@@ -195,7 +195,7 @@ func TestProviderHeadersGoWhenTheAttemptRoleIsDown(t *testing.T) {
 		done := g.postAsync("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
 			map[string]string{fakeprovider.FaultHeader: "header-delay=1s; header=openai-project:proj_fake; header=x-ms-region:eastus"})
 		eventually(t, "the provider call", func() bool { return len(g.fakes["oa"].Requests()) == 1 })
-		g.replicas[0].grpc.Stop()
+		g.replicas[0].kill()
 		r := awaitResult(t, done)
 		if r.status != http.StatusOK {
 			t.Fatalf("status %d body %s", r.status, r.body)

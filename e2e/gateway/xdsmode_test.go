@@ -3,15 +3,12 @@ package gateway_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
-	"github.com/switchyard-gw/switchyard/internal/contract"
-	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/xds"
 )
 
@@ -28,35 +25,6 @@ var modes = []struct {
 	xds  bool
 }{{"static", false}, {"xds", true}}
 
-// startXDS serves an ADS server following live on a loopback listener; it returns the address.
-func startXDS(t *testing.T, ctx context.Context, live *config.Live, trampoline string, log *slog.Logger) string {
-	t.Helper()
-	srv, err := xds.NewServer(live, xds.Options{Trampoline: trampoline, MaxInternalRedirects: contract.DefaultMaxRedirects},
-		log, nil, xds.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("xds Serve: %v", err)
-			}
-		case <-time.After(wait):
-			t.Error("xds Serve did not return after its context ended")
-		}
-	})
-	return ln.Addr().String()
-}
-
 // startXDSEnvoy starts envoysim on envoy/envoy.yaml: the route and attempt roles both on
 // replica 0's gRPC server (the bootstrap has one ext_proc cluster), ADS from replica 0.
 func startXDSEnvoy(t *testing.T, ctx context.Context, g *gateway, log *slog.Logger) *sim.Sim {
@@ -69,8 +37,8 @@ func startXDSEnvoy(t *testing.T, ctx context.Context, g *gateway, log *slog.Logg
 	bs.GetAdmin().GetAddress().GetSocketAddress().PortSpecifier = &corev3.SocketAddress_PortValue{}
 	s, err := sim.New(bs,
 		sim.WithListenerAddress("ingress", "127.0.0.1:0"),
-		sim.WithClusterAddress("switchyard_extproc", g.replicas[0].grpcAddr),
-		sim.WithClusterAddress("switchyard_xds", g.replicas[0].xdsAddr),
+		sim.WithClusterAddress("switchyard_extproc", g.replicas[0].ExtProcAddr()),
+		sim.WithClusterAddress("switchyard_xds", g.replicas[0].XDSAddr()),
 		sim.WithADSInitialBackoff(10*time.Millisecond),
 		sim.WithLogger(log.With("component", "envoysim")))
 	if err != nil {

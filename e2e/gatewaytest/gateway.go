@@ -1,8 +1,8 @@
 // Package gatewaytest assembles a whole gateway on loopback outside a test — fake providers,
-// one switchyard replica (ext_proc server and trampoline, memory store) and envoysim playing
-// Envoy from envoy/static-clusters.yaml.tmpl — for the load driver (cmd/loaddriver). It is
-// the minimal subset of e2e/gateway's test harness (harness_test.go), which keeps its own
-// richer copy (faults per deployment, several replicas, Redis).
+// one switchyard replica as the binary builds it (internal/replica; memory store) and
+// envoysim playing Envoy from envoy/static-clusters.yaml.tmpl — for the load driver
+// (cmd/loaddriver). e2e/gateway's test harness is the richer form (faults per deployment,
+// several replicas, Redis, xDS) over the same replica builder.
 package gatewaytest
 
 import (
@@ -18,14 +18,11 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
-	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
+	"github.com/switchyard-gw/switchyard/internal/replica"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -110,28 +107,23 @@ func Start(ctx context.Context, o Options) (g *Gateway, err error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	router := routing.New(config.NewLive(snap), g.Store, routing.Options{Logger: log})
-	sealer, err := attemptstate.NewSealer(attemptstate.Keys{Current: key}, attemptstate.SealerOptions{})
+	r, err := replica.New(replica.Config{Router: routing.New(config.NewLive(snap), g.Store, routing.Options{Logger: log}),
+		Keys: attemptstate.Keys{Current: key}, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	srv := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(prometheus.NewRegistry())})
-	gs := grpc.NewServer(srv.GRPCServerOptions()...)
-	srv.Register(gs)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	errc := make(chan error, 3)
+	r.Serve(ctx, errc)
+	g.closers = append(g.closers, func() {
+		drain, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r.Shutdown(drain)
+	})
+	ext, err := endpointOf("", r.ExtProcAddr())
 	if err != nil {
 		return nil, err
 	}
-	go func() { _ = gs.Serve(ln) }()
-	g.closers = append(g.closers, gs.Stop)
-	tramp := httptest.NewServer(srv.Trampoline())
-	g.closers = append(g.closers, tramp.Close)
-
-	ext, err := endpointOf("", ln.Addr().String())
-	if err != nil {
-		return nil, err
-	}
-	te, err := endpointOf("", tramp.Listener.Addr().String())
+	te, err := endpointOf("", r.TrampolineAddr())
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ package realenvoy_test
 import (
 	"context"
 	"crypto/rand"
-	"github.com/switchyard-gw/switchyard/internal/testlog"
 	"io"
 	"log/slog"
 	"net"
@@ -24,16 +23,15 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/testcontainers/testcontainers-go"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim"
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
-	"github.com/switchyard-gw/switchyard/extproc"
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/contract"
+	"github.com/switchyard-gw/switchyard/internal/replica"
+	"github.com/switchyard-gw/switchyard/internal/testlog"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -173,34 +171,29 @@ func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
 		t.Fatal(err)
 	}
 	live := config.NewLive(snap)
-	router := routing.New(live, memstore.New(), routing.Options{Logger: log})
 	key := make([]byte, attemptstate.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	sealer, err := attemptstate.NewSealer(attemptstate.Keys{Current: key}, attemptstate.SealerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	ep := extproc.NewServer(router, sealer, extproc.Options{Logger: log, Metrics: extproc.NewMetrics(reg)})
-	gs := grpc.NewServer(ep.GRPCServerOptions()...)
-	ep.Register(gs)
+	// switchyard as the binary assembles it; the proxy reaches the trampoline through host.
 	extLn, extPort := listen(t)
-	go func() { _ = gs.Serve(extLn) }()
-	t.Cleanup(gs.Stop)
 	trampLn, trampPort := listen(t)
-	tramp := &httptest.Server{Listener: trampLn, Config: &http.Server{Handler: ep.Trampoline()}}
-	tramp.Start()
-	t.Cleanup(tramp.Close)
-	xs, err := xds.NewServer(live, xds.Options{Trampoline: hostPort(px.host(), trampPort)}, log, reg)
+	xdsLn, xdsPort := listen(t)
+	r, err := replica.New(replica.Config{Router: routing.New(live, memstore.New(), routing.Options{Logger: log}), Live: live,
+		Keys: attemptstate.Keys{Current: key}, Logger: log, Listeners: replica.Listeners{ExtProc: extLn, Trampoline: trampLn, XDS: xdsLn},
+		TrampolineAdvertise: hostPort(px.host(), trampPort)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	xdsLn, xdsPort := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = xs.Serve(ctx, xdsLn) }()
+	errc := make(chan error, 3)
+	r.Serve(ctx, errc)
+	t.Cleanup(func() {
+		drain, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		defer stop()
+		r.Shutdown(drain)
+		cancel()
+	})
 	forwarded = append(forwarded, extPort, trampPort, xdsPort)
 
 	t.Cleanup(func() {
