@@ -50,6 +50,17 @@ func TestRouterSettings(t *testing.T) {
 		if m := got["executionPolicies"].(map[string]any)["embeddings"].(map[string]any)["json"].(map[string]any)["maxAttempts"]; m != float64(1) || got["allowedFails"] != float64(7) {
 			t.Fatalf("after the matrix PUT: embeddings maxAttempts %v, allowedFails %v; want 1 and 7", m, got["allowedFails"])
 		}
+		// Valid alone, but a lowered global totalMs turns a deployment's override into a
+		// raise: the whole configuration is checked, the conflict named where it is.
+		e.want(http.StatusCreated, "POST", "/admin/deployments", `{"id":"ov","publicModel":"gpt-4o","provider":"openai",
+			"baseUrl":"https://api.openai.com","providerModel":"gpt-4o","apiKey":"sk-ov",
+			"executionPolicyOverrides":{"text":{"json":{"totalMs":900000}}}}`)
+		eps["text"].(map[string]any)["json"].(map[string]any)["totalMs"] = 600000
+		lowered, _ := json.Marshal(map[string]any{"executionPolicies": eps})
+		out, _ := e.want(http.StatusBadRequest, "PUT", "/admin/router-settings", string(lowered))
+		if !strings.Contains(fmt.Sprint(out), `executionPolicyOverrides["text"].json.totalMs`) {
+			t.Fatalf("lowered global below an override: %v, want the override named", out)
+		}
 		// Nothing refused was stored.
 		got, _ = e.want(http.StatusOK, "GET", "/admin/router-settings", "")
 		if got["routingStrategy"] != "simple-shuffle" || got["allowedFails"] != float64(7) {

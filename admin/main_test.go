@@ -69,14 +69,7 @@ func onEveryStore(t *testing.T, fn func(t *testing.T, replica func() store.Store
 func deletePrefix(t *testing.T, addr, prefix string) {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	ctx := context.Background()
-	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		_ = c.Del(ctx, iter.Val()).Err()
-	}
-	if err := iter.Err(); err != nil {
-		t.Logf("cleaning up test keys: %v", err)
-	}
+	redistest.DeletePrefix(t, c, prefix)
 }
 
 // env is an admin API on one replica and a router on another that follows the store, the

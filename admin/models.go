@@ -2,7 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
@@ -11,13 +10,7 @@ import (
 // listModels answers GET /v1/models in OpenAI's format (what SDKs and UIs call), from the
 // configuration in force, with the body the route role answers on the data plane.
 func (a *api) listModels(w http.ResponseWriter, _ *http.Request) {
-	var names []string
-	if snap := a.r.Config(); snap != nil {
-		for name := range snap.Groups {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
+	names := a.r.Config().Models()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(dialect.ModelsBody(dialect.OpenAI, names, time.Unix(0, 0)))

@@ -25,7 +25,7 @@ func (a *api) routeSettings(mux *http.ServeMux) {
 			return
 		}
 		a.write(w, req, "put router settings", func(cfg *configv1.Config, _ map[string]string) (edit, error) {
-			merged, err := a.v.ApplySettings(cfg, patch)
+			merged, err := a.v.PatchSettings(cfg.GetRouterSettings(), patch)
 			if err != nil {
 				return edit{}, err
 			}

@@ -42,16 +42,16 @@ const (
 // failover logs the failed attempt once, records it in the state and returns the 307 that
 // re-enters the route role.
 func (s *Server) failover(ctx context.Context, f failedAttempt) (mutation, error) {
-	cur, _ := f.state.Current()
+	a, err := f.state.Finish(f.class, f.latency, f.providerRequestID)
+	if err != nil {
+		return mutation{}, fmt.Errorf("recording the attempt in the state: %w", err)
+	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "attempt failed", slog.String("request", f.requestID),
-		slog.String("deployment", cur.Deployment), slog.String("model", cur.Model), slog.Int("status", f.status),
+		slog.String("deployment", a.Deployment), slog.String("model", a.Model), slog.Int("status", f.status),
 		slog.String("class", f.class.Class.String()), slog.String("kind", string(f.class.Kind)),
 		slog.Int64("retry_after_ms", f.class.RetryAfter.Milliseconds()), slog.Int64("latency_ms", f.latency.Milliseconds()),
 		slog.String("circuit", transitionName(f.circuit)), slog.Int64("time_left_ms", f.state.Deadline().Sub(s.clock.Now()).Milliseconds()),
 		slog.String("provider_request_id", f.providerRequestID), slog.String("via", string(f.via)))
-	if err := f.state.Finish(f.class, f.latency, f.providerRequestID); err != nil {
-		return mutation{}, fmt.Errorf("recording the attempt in the state: %w", err)
-	}
 	sealed, err := s.sealer.Seal(f.state)
 	if err != nil {
 		return mutation{}, fmt.Errorf("sealing the attempt state: %w", err)

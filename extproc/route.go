@@ -354,15 +354,7 @@ func (p *routeProcessor) replyError(err error) error {
 // may use.
 func (p *routeProcessor) models(allowed []string) *extprocv3.ProcessingResponse {
 	snap := p.s.router.Config()
-	var names []string
-	if snap != nil {
-		for name := range snap.Groups {
-			if len(allowed) == 0 || slices.Contains(allowed, name) {
-				names = append(names, name)
-			}
-		}
-		slices.Sort(names) // a stable listing
-	}
+	names := slices.DeleteFunc(snap.Models(), func(name string) bool { return len(allowed) > 0 && !slices.Contains(allowed, name) })
 	created := time.Unix(0, 0)
 	if p.route.Op == dialect.OpGetModel {
 		if snap == nil || snap.Groups[p.route.ModelID] == nil {

@@ -31,7 +31,7 @@ func finishAttempt(t testing.TB, st *attemptstate.State, a *routing.Attempt) {
 	d := routing.Decision{Deployment: &config.Deployment{ID: a.Deployment, PublicModel: a.Model}, Model: a.Model}
 	st.Begin(&d, st.RequestID()+"/x", t0)
 	c := failure.Classification{Class: a.Class, Kind: a.Kind, Status: a.Status, Message: a.Message, RetryAfter: a.RetryAfter}
-	if err := st.Finish(c, a.Latency, ""); err != nil {
+	if _, err := st.Finish(c, a.Latency, ""); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -179,7 +179,10 @@ func (e *env) run(req *routing.Request, h *routing.History, d routing.Decision, 
 	h.Skip(d.Skips)
 	a := d.Attempt()
 	a.Finish(c, time.Second)
-	h.Record(a)
+	// As attemptstate.State.Finish records it: the chain the attempt was chosen under is
+	// the one the next decision follows.
+	h.Reason, h.ReasonFrom = a.Reason, a.ReasonFrom
+	h.Attempts = append(h.Attempts, a)
 }
 
 // Classifications used across tests.

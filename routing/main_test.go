@@ -1,7 +1,6 @@
 package routing_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -58,17 +57,9 @@ func openRedis(t testing.TB) store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx := context.Background()
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		defer c.Close()
-		var keys []string
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if len(keys) > 0 {
-			_ = c.Del(ctx, keys...).Err()
-		}
+		redistest.DeletePrefix(t, c, prefix)
 		_ = s.Close()
 	})
 	return s

@@ -274,15 +274,6 @@ func (h *History) askedOn(id string) int {
 	return n
 }
 
-// Record appends a finished attempt, and makes the fallback chain it was chosen under (and
-// the model whose refusal chose it) the one the next decision follows. It is the one way to
-// grow a History's attempts, so no caller can drop the reason and break a context-window
-// chain (behaviour §7.6).
-func (h *History) Record(a Attempt) {
-	h.Reason, h.ReasonFrom = a.Reason, a.ReasonFrom
-	h.Attempts = append(h.Attempts, a)
-}
-
 // Skip appends the skips a decision found.
 func (h *History) Skip(skips []Skip) { h.Skips = append(h.Skips, skips...) }
 

@@ -188,11 +188,12 @@ func (st *State) Current() (cur Current, ok bool) {
 
 // Finish ends the attempt under way with its outcome: it joins the finished attempts, and
 // the fallback chain it was chosen under is the one the next decision follows.
-// providerRequestID is the provider's id of its answer ("" when there was none).
-func (st *State) Finish(c failure.Classification, latency time.Duration, providerRequestID string) error {
+// providerRequestID is the provider's id of its answer ("" when there was none). It returns
+// the finished attempt. It is the one place a finished attempt is recorded.
+func (st *State) Finish(c failure.Classification, latency time.Duration, providerRequestID string) (routing.Attempt, error) {
 	cur, ok := st.Current()
 	if !ok {
-		return fmt.Errorf("attempt state: no attempt under way")
+		return routing.Attempt{}, fmt.Errorf("attempt state: no attempt under way")
 	}
 	a := cur.Attempt
 	a.Finish(c, latency)
@@ -203,7 +204,7 @@ func (st *State) Finish(c failure.Classification, latency time.Duration, provide
 	st.m.Attempts = append(st.m.Attempts, rec)
 	st.m.Reason, st.m.ReasonFrom = rec.FallbackReason, a.ReasonFrom
 	st.m.Current = nil
-	return nil
+	return a, nil
 }
 
 // SetAllowedModels keeps the client key's allow-list with the request: its fallbacks on

@@ -109,7 +109,7 @@ func TestStateCarriesRequestAcrossPasses(t *testing.T) {
 		if _, err := router.FinishAttempt(ctx, &r, dep, cur.ID, routing.Result{Classification: c, Latency: 200 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Finish(c, 200*time.Millisecond, "prov-"+cur.ID); err != nil {
+		if _, err := st.Finish(c, 200*time.Millisecond, "prov-"+cur.ID); err != nil {
 			t.Fatal(err)
 		}
 		if sealed, err = sealer.Seal(st); err != nil {

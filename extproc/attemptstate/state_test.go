@@ -96,14 +96,14 @@ func TestHistoryRoundTrip(t *testing.T) {
 
 	st.Begin(&d1, "req-1-1", t0)
 	reseal()
-	if err := st.Finish(c1, 42*time.Millisecond, ""); err != nil {
+	if _, err := st.Finish(c1, 42*time.Millisecond, ""); err != nil {
 		t.Fatal(err)
 	}
 	reseal()
 	st.Redirect()
 	st.Begin(&d2, "req-1-2", t0.Add(time.Second))
 	reseal()
-	if err := st.Finish(c2, time.Second, "req_2"); err != nil {
+	if _, err := st.Finish(c2, time.Second, "req_2"); err != nil {
 		t.Fatal(err)
 	}
 	reseal()
@@ -156,13 +156,13 @@ func TestBeginFinishAttempt(t *testing.T) {
 
 	c := failure.Classification{Class: failure.ClassTransient, Kind: failure.KindOverloaded, Status: 529, RetryAfter: 3 * time.Second,
 		RetryAfterHeader: true, Type: "overloaded_error", Code: "busy", Message: "Overloaded"}
-	if err := st.Finish(c, 700*time.Millisecond, "req_abc"); err != nil {
+	if _, err := st.Finish(c, 700*time.Millisecond, "req_abc"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := st.Current(); ok {
 		t.Error("current attempt not cleared")
 	}
-	if err := st.Finish(c, 0, ""); err == nil {
+	if _, err := st.Finish(c, 0, ""); err == nil {
 		t.Error("Finish without an attempt under way succeeded")
 	}
 	h, err := st.History()

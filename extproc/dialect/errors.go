@@ -100,9 +100,3 @@ func FromStop(f Family, s *routing.StopError) *Error {
 	}
 	return e
 }
-
-// RenderStop is the complete client answer for a stopped request in family f:
-// FromStop(f, s).Render(requestID).
-func RenderStop(f Family, s *routing.StopError, requestID string) Response {
-	return FromStop(f, s).Render(requestID)
-}

@@ -54,7 +54,7 @@ func fuzzParse(f *testing.F, d dialect.Dialect) {
 		if fa.PromptTokens < 0 || fa.PromptTokens > 1<<40 || fa.MaxOutputTokens < 0 || fa.MaxOutputTokens > 1<<40 {
 			t.Fatalf("token counts out of range: %+v", fa)
 		}
-		if fa.ParallelToolCalls && !fa.Tools || r.StreamUsage && (!r.Stream || d != dialect.Chat) {
+		if fa.ParallelToolCalls && !fa.Tools {
 			t.Fatalf("inconsistent %+v", r)
 		}
 		if fa.Modalities&^(config.ModalityImage|config.ModalityAudio) != 0 {

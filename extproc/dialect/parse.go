@@ -3,7 +3,6 @@ package dialect
 import (
 	"math"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -15,19 +14,11 @@ import (
 
 // Request is what routing needs from a request body.
 type Request struct {
-	Dialect Dialect
-	Model   string
-	Stream  bool
-	// StreamUsage: the client asked for usage in its stream (Chat
-	// stream_options.include_usage). Responses and Messages streams always carry usage.
-	StreamUsage bool
-	Operation   config.Operation
-	Facts       routing.Facts
-}
-
-// Routing is r as the router's request.
-func (r *Request) Routing(id string, start time.Time) routing.Request {
-	return routing.Request{ID: id, Model: r.Model, Operation: r.Operation, Stream: r.Stream, Facts: r.Facts, Start: start}
+	Dialect   Dialect
+	Model     string
+	Stream    bool
+	Operation config.Operation
+	Facts     routing.Facts
 }
 
 // Parser reads request bodies within limits.
@@ -63,13 +54,12 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 		r.Operation = config.OpEmbeddings
 	}
 	var (
-		model        gjson.Result
-		stream       gjson.Result
-		parallel     gjson.Result
-		bad          *Error
-		hasTools     bool
-		includeUsage bool
-		w            = walker{dialect: d}
+		model    gjson.Result
+		stream   gjson.Result
+		parallel gjson.Result
+		bad      *Error
+		hasTools bool
+		w        = walker{dialect: d}
 	)
 	// gjson.GetBytes reads a []byte the same way (unsafe string over the bytes). Every
 	// string kept past this call is cloned (the model), so the caller's buffer stays theirs.
@@ -109,8 +99,6 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 			model = v
 		case "stream":
 			stream = v
-		case "stream_options":
-			includeUsage = UsageAsked(v)
 		case "parallel_tool_calls":
 			if d == Chat || d == Responses {
 				parallel = v
@@ -175,7 +163,6 @@ func (p Parser) Parse(d Dialect, body []byte) (Request, error) {
 			return Request{}, invalidField(f, "stream", "a boolean")
 		}
 	}
-	r.StreamUsage = d == Chat && r.Stream && includeUsage
 	r.Facts.Tools = hasTools
 	r.Facts.ParallelToolCalls = hasTools && parallel.Type == gjson.True
 	r.Facts.Modalities = w.modalities

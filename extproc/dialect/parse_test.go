@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/routing"
@@ -38,10 +37,9 @@ func TestParse(t *testing.T) {
 	)
 	type want struct {
 		req routing.Facts
-		// model, stream, usage, op checked beside Facts
+		// model, stream, op checked beside Facts
 		model  string
 		stream bool
-		usage  bool
 		op     config.Operation
 	}
 	for _, tc := range []struct {
@@ -55,7 +53,7 @@ func TestParse(t *testing.T) {
 		{"chat stream with usage, tools, parallel, json_schema, max_completion_tokens wins", dialect.Chat,
 			`{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"max_tokens":10,"max_completion_tokens":512,` +
 				`"messages":` + chatMsgs + `,"tools":` + tools + `,"parallel_tool_calls":true,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}}}`,
-			want{model: "gpt-4o", stream: true, usage: true, req: routing.Facts{Tools: true, ParallelToolCalls: true, StructuredOutput: true,
+			want{model: "gpt-4o", stream: true, req: routing.Facts{Tools: true, ParallelToolCalls: true, StructuredOutput: true,
 				MaxOutputTokens: 512, PromptTokens: tok(len(chatMsgs) + len(tools))}}},
 		{"chat max_tokens alone; json_object is not json_schema; include_usage without stream", dialect.Chat,
 			`{"model":"m","max_tokens":7,"stream_options":{"include_usage":true},"response_format":{"type":"json_object"},"messages":` + chatMsgs + `}`,
@@ -130,7 +128,7 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := dialect.Request{Dialect: tc.d, Model: tc.want.model, Stream: tc.want.stream, StreamUsage: tc.want.usage,
+			w := dialect.Request{Dialect: tc.d, Model: tc.want.model, Stream: tc.want.stream,
 				Operation: tc.want.op, Facts: tc.want.req}
 			w.Facts.API = tc.d.API() // the API a deployment must speak
 			if got != w {
@@ -209,13 +207,5 @@ func TestParseDoesNotKeepTheBody(t *testing.T) {
 	copy(body, `{"model":"XXXXXX"}`)
 	if r.Model != "gpt-4o" {
 		t.Fatalf("model changed with the buffer: %q", r.Model)
-	}
-}
-
-func TestRequestRouting(t *testing.T) {
-	r := dialect.Request{Dialect: dialect.Messages, Model: "c", Stream: true, Operation: config.OpText, Facts: routing.Facts{Tools: true}}
-	rr := r.Routing("rid", time.Unix(5, 0))
-	if rr.ID != "rid" || rr.Model != "c" || !rr.Stream || rr.Mode() != config.ModeStream || !rr.Facts.Tools || !rr.Start.Equal(time.Unix(5, 0)) {
-		t.Fatalf("Routing = %+v", rr)
 	}
 }

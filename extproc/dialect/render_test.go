@@ -119,7 +119,7 @@ func TestFromStop(t *testing.T) {
 				typ  string
 				path string
 			}{{dialect.OpenAI, tc.openAIType, "error.type"}, {dialect.Anthropic, tc.anthropType, "error.type"}} {
-				r := dialect.RenderStop(c.f, &tc.stop, "req-7")
+				r := dialect.FromStop(c.f, &tc.stop).Render("req-7")
 				wantStatus := tc.stop.Status
 				if wantStatus == 0 {
 					wantStatus = http.StatusInternalServerError

@@ -69,8 +69,8 @@ func TestClassifyAllocatesNothingPerChunk(t *testing.T) {
 			for _, ch := range chunks { // warm the buffers
 				p.Feed(ch, emit)
 			}
-			if !c.Committed() || outputs != 201 {
-				t.Fatalf("committed %v after %d output events, want 201", c.Committed(), outputs)
+			if !c.committed || outputs != 201 {
+				t.Fatalf("committed %v after %d output events, want 201", c.committed, outputs)
 			}
 			if a := testing.AllocsPerRun(10, func() {
 				for _, ch := range chunks {

@@ -14,7 +14,8 @@ var doneSentinel = []byte("[DONE]")
 // chat reads a Chat Completions chunk (wire-formats §1.2–1.3, Azure §4.2). Data-only
 // events; the event name is ignored, as openai-go's ssestream ignores it.
 func (c *Classifier) chat(ev *sse.Event) Verdict {
-	data := trimSpace(ev.Data)
+	c.findModel(ev, chatModelPath)
+	data := rawjson.TrimSpace(ev.Data)
 	if bytes.HasPrefix(data, doneSentinel) {
 		// openai-go and openai-python stop at a data that starts with [DONE].
 		c.ended = true

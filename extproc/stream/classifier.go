@@ -103,9 +103,6 @@ func (c *Classifier) Reset(d dialect.Dialect, opts Options) {
 // Dialect is the stream's dialect.
 func (c *Classifier) Dialect() dialect.Dialect { return c.d }
 
-// Committed reports whether an event with output was seen.
-func (c *Classifier) Committed() bool { return c.committed }
-
 // Usage is the usage reported so far.
 func (c *Classifier) Usage() Usage { return c.usage }
 
@@ -117,7 +114,6 @@ func (c *Classifier) Classify(ev *sse.Event) Verdict {
 		return Verdict{}
 	}
 	c.events++
-	c.findModel(ev)
 	var v Verdict
 	switch c.d {
 	case dialect.Chat:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/sse"
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 )
 
 // AppendFinal appends to dst the bytes the client receives in place of the final event ev
@@ -44,7 +45,7 @@ func (c *Classifier) AppendFinal(dst []byte, ev *sse.Event, unified []byte) []by
 	if c.d == dialect.Responses {
 		path = "response.unified_routing"
 	}
-	if d := trimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
+	if d := rawjson.TrimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
 		return append(dst, ev.Raw...)
 	}
 	patched, err := sjson.SetRawBytes(c.publicData(ev), path, unified)

@@ -3,8 +3,6 @@ package stream
 import (
 	"unsafe"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/switchyard-gw/switchyard/internal/rawjson"
 )
 
@@ -16,20 +14,6 @@ func view(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
-}
-
-// isNull reports whether v is absent or null.
-func isNull(v gjson.Result) bool { return v.Type == gjson.Null }
-
-// trimSpace drops the JSON whitespace around b.
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && rawjson.IsSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && rawjson.IsSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 // The walkers (internal/rawjson) read JSON without materialising string values. gjson

@@ -6,12 +6,13 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/extproc/sse"
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 )
 
 // messages reads an Anthropic Messages event (wire-formats §3.2–3.3). Unknown events are
 // ignored, as Anthropic asks ("we may add new event types").
 func (c *Classifier) messages(ev *sse.Event) Verdict {
-	data := view(trimSpace(ev.Data))
+	data := view(rawjson.TrimSpace(ev.Data))
 	if len(data) == 0 || data[0] != '{' {
 		return Verdict{Malformed: len(data) != 0}
 	}
@@ -20,6 +21,7 @@ func (c *Classifier) messages(ev *sse.Event) Verdict {
 	case "error":
 		return Verdict{Error: true}
 	case "message_start":
+		c.findModel(ev, messagesModelPath)
 		c.usage.mergeAnthropic(root.Get("message.usage"), &c.anthropicIn)
 	case "content_block_start":
 		return Verdict{Output: c.blockStart(member(data, "content_block"))}

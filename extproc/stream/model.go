@@ -2,11 +2,9 @@ package stream
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/sse"
 )
 
@@ -16,33 +14,19 @@ import (
 // public model; Classify finds the value's span in the event's data and AppendEvent writes
 // the event with the public name in it.
 
-// modelPath is where an event of dialect d named typ carries the model, or "".
-func modelPath(d dialect.Dialect, ev *sse.Event) string {
-	switch d {
-	case dialect.Chat:
-		return "model"
-	case dialect.Messages:
-		if typeOf(ev) == "message_start" {
-			return "message.model"
-		}
-	case dialect.Responses:
-		// Deltas, the bulk of a stream, carry no response object.
-		if t := typeOf(ev); strings.HasPrefix(t, "response.") && !strings.HasSuffix(t, ".delta") {
-			return "response.model"
-		}
-	}
-	return ""
-}
+// Where each dialect's events carry the model: every Chat chunk, Anthropic's message_start
+// and the Responses events with a response object (not the deltas, the bulk of a stream);
+// each dialect's reader calls findModel with the path once it knows the event's type.
+const (
+	chatModelPath      = "model"
+	messagesModelPath  = "message.model"
+	responsesModelPath = "response.model"
+)
 
-// findModel records the span of ev's model value in ev.Data when it differs from the public
-// model (c.modelFrom < c.modelTo), so that AppendEvent rewrites it.
-func (c *Classifier) findModel(ev *sse.Event) {
-	c.modelFrom, c.modelTo = 0, 0
+// findModel records the span of ev's model value at path in ev.Data when it differs from
+// the public model (c.modelFrom < c.modelTo), so that AppendEvent rewrites it.
+func (c *Classifier) findModel(ev *sse.Event, path string) {
 	if len(c.model) == 0 {
-		return
-	}
-	path := modelPath(c.d, ev)
-	if path == "" {
 		return
 	}
 	r := gjson.Get(view(ev.Data), path)

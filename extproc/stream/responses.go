@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/extproc/sse"
+	"github.com/switchyard-gw/switchyard/internal/rawjson"
 )
 
 // typeOf is the event's type: its event name, or else its data's "type" (Responses and
@@ -18,9 +19,43 @@ func typeOf(ev *sse.Event) string {
 	return gjson.Get(view(ev.Data), "type").Str
 }
 
+// responsesFields are the members of a Responses event the classifier reads, as raw JSON
+// values, gathered in one walk of the event (the first of each, as gjson would find).
+type responsesFields struct {
+	typ, seq, errorValue, item, response, delta string
+}
+
+func readResponsesFields(data string) responsesFields {
+	var f responsesFields
+	rawjson.Members(data, 0, func(k, v string) bool {
+		var dst *string
+		switch k {
+		case "type":
+			dst = &f.typ
+		case "sequence_number":
+			dst = &f.seq
+		case "error":
+			dst = &f.errorValue
+		case "item":
+			dst = &f.item
+		case "response":
+			dst = &f.response
+		case "delta":
+			dst = &f.delta
+		default:
+			return true
+		}
+		if *dst == "" {
+			*dst = v
+		}
+		return true
+	})
+	return f
+}
+
 // responses reads a Responses API event (wire-formats §2.1–2.2).
 func (c *Classifier) responses(ev *sse.Event) Verdict {
-	data := view(trimSpace(ev.Data))
+	data := view(rawjson.TrimSpace(ev.Data))
 	if strings.HasPrefix(data, "[DONE]") {
 		// Not documented for Responses, but tolerated (the SDK checks for it, §2.1).
 		return Verdict{}
@@ -28,17 +63,23 @@ func (c *Classifier) responses(ev *sse.Event) Verdict {
 	if len(data) == 0 || data[0] != '{' {
 		return Verdict{Malformed: len(data) != 0}
 	}
-	root := gjson.Parse(data)
-	typ := typeOf(ev)
-	if n := root.Get("sequence_number"); n.Type == gjson.Number && n.Int() > c.seq {
+	f := readResponsesFields(data)
+	typ := view(ev.Name)
+	if typ == "" {
+		typ = gjson.Parse(f.typ).Str
+	}
+	if n := gjson.Parse(f.seq); n.Type == gjson.Number && n.Int() > c.seq {
 		c.seq = n.Int()
+	}
+	if strings.HasPrefix(typ, "response.") && !strings.HasSuffix(typ, ".delta") {
+		c.findModel(ev, responsesModelPath)
 	}
 	switch typ {
 	case "error", "response.failed":
 		return Verdict{Error: true}
 	case "response.completed", "response.incomplete":
 		c.ended = true
-		resp := root.Get("response")
+		resp := gjson.Parse(f.response)
 		c.usage.setOpenAI(resp.Get("usage"))
 		reason := resp.Get("incomplete_details.reason")
 		if reason.Type != gjson.String {
@@ -52,7 +93,7 @@ func (c *Classifier) responses(ev *sse.Event) Verdict {
 		c.items++
 		// A tool call is output as soon as its item opens (function_call, and the
 		// built-in tools' *_call items: web_search_call, code_interpreter_call, ...).
-		if t := root.Get("item.type").Str; strings.HasSuffix(t, "_call") {
+		if t := gjson.Get(f.item, "type").Str; strings.HasSuffix(t, "_call") {
 			c.tools = true
 			return Verdict{Output: true}
 		}
@@ -61,7 +102,7 @@ func (c *Classifier) responses(ev *sse.Event) Verdict {
 		c.itemsDone++
 		return Verdict{}
 	}
-	if typ == "" && !isNull(root.Get("error")) {
+	if typ == "" && f.errorValue != "" && f.errorValue != "null" {
 		// A data-only {"error":{...}} (the chat shape, which openai-go turns into a
 		// StreamError on any endpoint).
 		return Verdict{Error: true}
@@ -73,7 +114,7 @@ func (c *Classifier) responses(ev *sse.Event) Verdict {
 		if strings.Contains(typ, "function_call") || strings.Contains(typ, "tool_call") {
 			c.tools = true
 		}
-		return Verdict{Output: carries(member(data, "delta"))}
+		return Verdict{Output: carries(f.delta)}
 	}
 	return Verdict{}
 }

@@ -12,6 +12,17 @@ import "strings"
 // IsSpace reports whether c is JSON whitespace.
 func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
+// TrimSpace drops the JSON whitespace around b, without copying.
+func TrimSpace(b []byte) []byte {
+	for len(b) > 0 && IsSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && IsSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // SkipSpace returns the index of the first byte at or after i that is not whitespace.
 func SkipSpace(s string, i int) int {
 	for i < len(s) && IsSpace(s[i]) {

@@ -39,7 +39,9 @@ func router(t *testing.T) (*routing.Router, *config.Live) {
 	return routing.New(live, memstore.New(), routing.Options{}), live
 }
 
-func keys() attemptstate.Keys { return attemptstate.Keys{Current: bytes.Repeat([]byte{7}, attemptstate.KeySize)} }
+func keys() attemptstate.Keys {
+	return attemptstate.Keys{Current: bytes.Repeat([]byte{7}, attemptstate.KeySize)}
+}
 
 func listen(t *testing.T) net.Listener {
 	t.Helper()

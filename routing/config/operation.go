@@ -69,6 +69,15 @@ func (m Mode) String() string {
 	return "json"
 }
 
+// Cell is the mode whose matrix cell serves o in mode m: m itself, or, for a stream of a
+// JSON-only operation (or the reverse), the operation's one cell.
+func (o Operation) Cell(m Mode) Mode {
+	if !o.HasMode(m) {
+		return 1 - m
+	}
+	return m
+}
+
 // HasMode reports whether the operation exists in that mode, i.e. whether the matrix has a
 // cell for it. Embeddings, reranking and video submit/update/delete answer JSON only; a video
 // download is always a byte stream (behaviour §6.2).

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -27,6 +29,15 @@ type Snapshot struct {
 	// source is the configuration compiled (a private copy; apiKeys as given), so a replica
 	// can put what it serves back into a store that lost it (Guard, Source).
 	source *configv1.Config
+}
+
+// Models are the public models served, sorted (a stable listing); a nil snapshot serves
+// none.
+func (s *Snapshot) Models() []string {
+	if s == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(s.Groups))
 }
 
 // Source returns a copy of the configuration the snapshot was compiled from, with every
@@ -57,11 +68,7 @@ type Settings struct {
 
 // Policy returns the global policy of an operation and mode.
 func (s *Settings) Policy(o Operation, m Mode) Policy {
-	if !o.HasMode(m) {
-		// A stream of a JSON-only operation (or the reverse) uses the operation's own cell.
-		m = 1 - m
-	}
-	return s.Policies[o][m]
+	return s.Policies[o][o.Cell(m)]
 }
 
 // WhenAllOpen is the behaviour §7.5 choice when every circuit of a group is open.
@@ -109,29 +116,18 @@ func (d *Deployment) Ref() store.DeploymentRef {
 
 // Policy is the policy for an attempt on d: the global one lowered by d's overrides.
 func (d *Deployment) Policy(s *Settings, o Operation, m Mode) Policy {
-	p := s.Policy(o, m)
-	if !o.HasMode(m) {
-		m = 1 - m
-	}
-	return d.Overrides[o][m].Apply(p)
+	return d.Overrides[o][o.Cell(m)].Apply(s.Policy(o, m))
 }
 
 // Total is the total time attempts on d may use for o/m: the global totalMs, or d's lower
 // override. It is Policy(s, o, m).Total without building the whole policy.
 func (d *Deployment) Total(s *Settings, o Operation, m Mode) time.Duration {
-	g := s.Policy(o, m).Total
-	if !o.HasMode(m) {
-		m = 1 - m
-	}
-	return lower(g, d.Overrides[o][m].Total)
+	return lower(s.Policy(o, m).Total, d.Overrides[o][o.Cell(m)].Total)
 }
 
 // MaxAttempts is the most attempts on d within one request for o/m (0: no own limit).
 func (d *Deployment) MaxAttempts(o Operation, m Mode) int {
-	if !o.HasMode(m) {
-		m = 1 - m
-	}
-	return d.Overrides[o][m].MaxAttempts
+	return d.Overrides[o][o.Cell(m)].MaxAttempts
 }
 
 // PriceBasis is how a deployment bills (behaviour §2.4).

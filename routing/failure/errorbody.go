@@ -42,7 +42,7 @@ type errorBody struct {
 // caller passes the event rather than its data. It never fails: what it cannot read stays empty.
 func parseErrorBody(b []byte) errorBody {
 	var e errorBody
-	s := trimSpace(b)
+	s := rawjson.TrimSpace(b)
 	if len(s) == 0 {
 		return e
 	}
@@ -236,15 +236,4 @@ func sseData(s string) (string, bool) {
 		}
 	}
 	return "", true
-}
-
-// trimSpace trims ASCII whitespace without copying.
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && rawjson.IsSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && rawjson.IsSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
 }

@@ -37,21 +37,6 @@ type ConfigStore interface {
 	// restore, the one with the highest version wins and the others change nothing. It
 	// returns the stored version afterwards and whether this call wrote it.
 	RestoreConfig(ctx context.Context, version uint64, cfg *configv1.Config) (stored uint64, restored bool, err error)
-	// PutRouterSettings stores the complete effective settings.
-	PutRouterSettings(ctx context.Context, s *configv1.RouterSettings) (uint64, error)
-	// PutDeployment creates or replaces a deployment by id. An empty apiKey keeps the stored
-	// secret: the key is write-only, so clients cannot resend it.
-	PutDeployment(ctx context.Context, d *configv1.Deployment) (uint64, error)
-	// DeleteDeployment removes a deployment and its secret; ErrNotFound if absent.
-	DeleteDeployment(ctx context.Context, id string) (uint64, error)
-	// PutFallbackChain creates or replaces the chain of (publicModel, reason).
-	PutFallbackChain(ctx context.Context, c *configv1.FallbackChain) (uint64, error)
-	// DeleteFallbackChain removes a chain; ErrNotFound if absent.
-	DeleteFallbackChain(ctx context.Context, publicModel, reason string) (uint64, error)
-	// PutModelPolicy creates or replaces the policy of a public model.
-	PutModelPolicy(ctx context.Context, p *configv1.ModelPolicy) (uint64, error)
-	// DeleteModelPolicy removes a policy; ErrNotFound if absent.
-	DeleteModelPolicy(ctx context.Context, publicModel string) (uint64, error)
 	// WatchConfig delivers versions as they change (on every replica), coalescing bursts: a
 	// receiver may see only the latest version. The channel closes when ctx is done.
 	// Implementations must also catch up on versions whose notification was lost.

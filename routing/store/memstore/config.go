@@ -135,22 +135,6 @@ func (c *configState) replace(cfg *configv1.Config) {
 	}
 }
 
-// PutRouterSettings implements store.ConfigStore.
-func (s *Store) PutRouterSettings(_ context.Context, rs *configv1.RouterSettings) (uint64, error) {
-	return s.write(func(c *configState) error {
-		c.settings = proto.Clone(rs).(*configv1.RouterSettings)
-		return nil
-	})
-}
-
-// PutDeployment implements store.ConfigStore.
-func (s *Store) PutDeployment(_ context.Context, d *configv1.Deployment) (uint64, error) {
-	return s.write(func(c *configState) error {
-		c.putDeployment(d)
-		return nil
-	})
-}
-
 func (c *configState) putDeployment(d *configv1.Deployment) {
 	d = proto.Clone(d).(*configv1.Deployment)
 	if key := d.GetApiKey(); key != "" {
@@ -158,57 +142,6 @@ func (c *configState) putDeployment(d *configv1.Deployment) {
 	}
 	d.ApiKey = ""
 	c.deployments[d.GetId()] = d
-}
-
-// DeleteDeployment implements store.ConfigStore.
-func (s *Store) DeleteDeployment(_ context.Context, id string) (uint64, error) {
-	return s.write(func(c *configState) error {
-		if _, ok := c.deployments[id]; !ok {
-			return store.ErrNotFound
-		}
-		delete(c.deployments, id)
-		delete(c.secrets, id)
-		return nil
-	})
-}
-
-// PutFallbackChain implements store.ConfigStore.
-func (s *Store) PutFallbackChain(_ context.Context, ch *configv1.FallbackChain) (uint64, error) {
-	return s.write(func(c *configState) error {
-		c.chains[chainKey{ch.GetPublicModel(), ch.GetReason()}] = proto.Clone(ch).(*configv1.FallbackChain)
-		return nil
-	})
-}
-
-// DeleteFallbackChain implements store.ConfigStore.
-func (s *Store) DeleteFallbackChain(_ context.Context, publicModel, reason string) (uint64, error) {
-	return s.write(func(c *configState) error {
-		k := chainKey{publicModel, reason}
-		if _, ok := c.chains[k]; !ok {
-			return store.ErrNotFound
-		}
-		delete(c.chains, k)
-		return nil
-	})
-}
-
-// PutModelPolicy implements store.ConfigStore.
-func (s *Store) PutModelPolicy(_ context.Context, p *configv1.ModelPolicy) (uint64, error) {
-	return s.write(func(c *configState) error {
-		c.policies[p.GetPublicModel()] = proto.Clone(p).(*configv1.ModelPolicy)
-		return nil
-	})
-}
-
-// DeleteModelPolicy implements store.ConfigStore.
-func (s *Store) DeleteModelPolicy(_ context.Context, publicModel string) (uint64, error) {
-	return s.write(func(c *configState) error {
-		if _, ok := c.policies[publicModel]; !ok {
-			return store.ErrNotFound
-		}
-		delete(c.policies, publicModel)
-		return nil
-	})
 }
 
 // write applies fn under the lock, bumps the version and notifies watchers.

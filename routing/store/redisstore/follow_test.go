@@ -60,7 +60,7 @@ func TestFollowerCatchesUpAfterFailedLoad(t *testing.T) {
 	if err := admin.Do(ctx, "ACL", "SETUSER", "replica", "-hgetall").Err(); err != nil {
 		t.Fatal(err)
 	}
-	v2, err := writer.PutDeployment(ctx, testDeployment("b"))
+	v2, err := writer.ReplaceConfig(ctx, testConfig("a", "b"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestScriptsSurviveScriptFlush(t *testing.T) {
 		t.Fatalf("pipelined FinishAttempt after SCRIPT FLUSH: %+v", tr)
 	}
 	flush()
-	if _, err := s.PutDeployment(t.Context(), testDeployment("d")); err != nil {
+	if _, err := s.ReplaceConfig(t.Context(), testConfig("d")); err != nil {
 		t.Fatalf("config write after SCRIPT FLUSH: %v", err)
 	}
 	if st := readOne(t, s, "d", "", t0); st.Metrics.InFlight != 0 || st.Circuit.ProbeOwner != "p" {

@@ -1,7 +1,6 @@
 package redisstore_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -73,29 +72,7 @@ func sharedOn(t testing.TB, tg target) (prefix string) {
 	t.Cleanup(func() {
 		c := tg.client()
 		defer c.Close()
-		ctx := context.Background()
-		clean := func(ctx context.Context, node redis.UniversalClient) error {
-			var keys []string
-			iter := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-			for iter.Next(ctx) {
-				keys = append(keys, iter.Val())
-			}
-			for _, k := range keys { // one by one: on a Cluster they span slots
-				if err := node.Del(ctx, k).Err(); err != nil {
-					return err
-				}
-			}
-			return iter.Err()
-		}
-		var err error
-		if cc, ok := c.(*redis.ClusterClient); ok {
-			err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return clean(ctx, node) })
-		} else {
-			err = clean(ctx, c)
-		}
-		if err != nil {
-			t.Logf("cleaning up test keys: %v", err)
-		}
+		redistest.DeletePrefix(t, c, prefix)
 	})
 	return prefix
 }

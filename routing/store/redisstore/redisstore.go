@@ -90,9 +90,6 @@ func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 // local state rather than make requests wait.
 func WithOpTimeout(d time.Duration) Option { return func(o *options) { o.opTimeout = d } }
 
-// WithConfigTimeout bounds each configuration operation, default 2 s.
-func WithConfigTimeout(d time.Duration) Option { return func(o *options) { o.cfgTimeout = d } }
-
 // WithConfigPollInterval sets how often the config version is polled to catch changes whose
 // pub/sub notification was lost (default 2 s).
 func WithConfigPollInterval(d time.Duration) Option {

@@ -285,6 +285,15 @@ func numSub(ctx context.Context, c redis.UniversalClient, channel string) (int64
 	return total.Load(), err
 }
 
+// testConfig is a configuration of testDeployment(id) for every id.
+func testConfig(ids ...string) *configv1.Config {
+	cfg := &configv1.Config{}
+	for _, id := range ids {
+		cfg.Deployments = append(cfg.Deployments, testDeployment(id))
+	}
+	return cfg
+}
+
 func testDeployment(id string) *configv1.Deployment {
 	return &configv1.Deployment{Id: id, PublicModel: "m", Provider: "openai", BaseUrl: "https://example.test",
 		ProviderModel: "m", ApiKey: "sk-" + id, Weight: proto.Uint32(1)}
@@ -302,7 +311,7 @@ func testConfigReachesReplicaByPubSub(t *testing.T, tg target) {
 	reader := newStoreOn(t, tg, prefix, redisstore.WithConfigPollInterval(time.Hour))
 	t.Cleanup(func() { _ = writer.Close(); _ = reader.Close() })
 
-	v1, err := writer.PutDeployment(t.Context(), testDeployment("d1"))
+	v1, err := writer.ReplaceConfig(t.Context(), testConfig("d1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +319,7 @@ func testConfigReachesReplicaByPubSub(t *testing.T, tg target) {
 	awaitVersion(t, watch, v1, 5*time.Second) // the watcher's start-up read
 	waitSubscribed(t, reader)
 
-	v2, err := writer.PutDeployment(t.Context(), testDeployment("d2"))
+	v2, err := writer.ReplaceConfig(t.Context(), testConfig("d1", "d2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +343,7 @@ func testConfigReachesReplicaByPollingWhenNotificationLost(t *testing.T, tg targ
 
 	watch := reader.WatchConfig(t.Context())
 	waitSubscribed(t, reader)
-	v, err := writer.PutRouterSettings(t.Context(), &configv1.RouterSettings{RoutingStrategy: proto.String("least-busy")})
+	v, err := writer.ReplaceConfig(t.Context(), &configv1.Config{RouterSettings: &configv1.RouterSettings{RoutingStrategy: proto.String("least-busy")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -370,41 +370,6 @@ func (r *Resilient) ReplaceConfigIf(ctx context.Context, expected uint64, cfg *c
 	return r.write(ctx, func() (uint64, error) { return r.remote.ReplaceConfigIf(ctx, expected, cfg) })
 }
 
-// PutRouterSettings implements store.ConfigStore (Redis only).
-func (r *Resilient) PutRouterSettings(ctx context.Context, s *configv1.RouterSettings) (uint64, error) {
-	return r.write(ctx, func() (uint64, error) { return r.remote.PutRouterSettings(ctx, s) })
-}
-
-// PutDeployment implements store.ConfigStore (Redis only).
-func (r *Resilient) PutDeployment(ctx context.Context, d *configv1.Deployment) (uint64, error) {
-	return r.write(ctx, func() (uint64, error) { return r.remote.PutDeployment(ctx, d) })
-}
-
-// DeleteDeployment implements store.ConfigStore (Redis only).
-func (r *Resilient) DeleteDeployment(ctx context.Context, id string) (uint64, error) {
-	return r.write(ctx, func() (uint64, error) { return r.remote.DeleteDeployment(ctx, id) })
-}
-
-// PutFallbackChain implements store.ConfigStore (Redis only).
-func (r *Resilient) PutFallbackChain(ctx context.Context, c *configv1.FallbackChain) (uint64, error) {
-	return r.write(ctx, func() (uint64, error) { return r.remote.PutFallbackChain(ctx, c) })
-}
-
-// DeleteFallbackChain implements store.ConfigStore (Redis only).
-func (r *Resilient) DeleteFallbackChain(ctx context.Context, publicModel, reason string) (uint64, error) {
-	return r.write(ctx, func() (uint64, error) { return r.remote.DeleteFallbackChain(ctx, publicModel, reason) })
-}
-
-// PutModelPolicy implements store.ConfigStore (Redis only).
-func (r *Resilient) PutModelPolicy(ctx context.Context, p *configv1.ModelPolicy) (uint64, error) {
-	return r.write(ctx, func() (uint64, error) { return r.remote.PutModelPolicy(ctx, p) })
-}
-
-// DeleteModelPolicy implements store.ConfigStore (Redis only).
-func (r *Resilient) DeleteModelPolicy(ctx context.Context, publicModel string) (uint64, error) {
-	return r.write(ctx, func() (uint64, error) { return r.remote.DeleteModelPolicy(ctx, publicModel) })
-}
-
 // write sends a config change to Redis even while degraded: admin writes are rare, may wait
 // for one timeout, and succeed as soon as Redis is back.
 func (r *Resilient) write(ctx context.Context, fn func() (uint64, error)) (uint64, error) {

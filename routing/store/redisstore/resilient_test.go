@@ -102,7 +102,7 @@ func TestResilientBackoffAndRecovery(t *testing.T) {
 	refs := []store.DeploymentRef{{ID: "d", Domain: store.DomainOf("d", "")}}
 	out := make([]store.DeploymentState, 1)
 
-	v1, err := r.PutDeployment(ctx, testDeployment("d"))
+	v1, err := r.ReplaceConfig(ctx, testConfig("d"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestResilientBackoffAndRecovery(t *testing.T) {
 	if v, err := r.ConfigVersion(ctx); err != nil || v != v1 {
 		t.Fatalf("ConfigVersion with Redis down = %d, %v", v, err)
 	}
-	if _, err := r.PutDeployment(ctx, testDeployment("x")); !errors.Is(err, store.ErrUnavailable) {
+	if _, err := r.ReplaceConfig(ctx, testConfig("d", "x")); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("config write with Redis down: %v, want ErrUnavailable", err)
 	}
 
@@ -196,7 +196,7 @@ func TestResilientBackoffAndRecovery(t *testing.T) {
 	srv.Restart()
 	writer := newStore(t, srv.Addr(), prefix, redisstore.WithoutPublish())
 	t.Cleanup(func() { _ = writer.Close() })
-	v2, err := writer.PutDeployment(ctx, testDeployment("d2"))
+	v2, err := writer.ReplaceConfig(ctx, testConfig("d", "d2"))
 	if err != nil {
 		t.Fatal(err)
 	}

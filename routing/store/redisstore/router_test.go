@@ -207,7 +207,7 @@ func testRoutersSeeConfigurationChanges(t *testing.T, tg target) {
 	clock := newClock()
 	cfg := &configv1.Config{Deployments: []*configv1.Deployment{rdep("d", "m", 1, "")}}
 	rs := routerReplicas(t, tg, 2, cfg, clock)
-	if _, err := rs[0].store.PutDeployment(t.Context(), rdep("new", "m2", 1, "")); err != nil {
+	if _, err := rs[0].store.ReplaceConfig(t.Context(), &configv1.Config{Deployments: []*configv1.Deployment{rdep("d", "m", 1, ""), rdep("new", "m2", 1, "")}}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -17,8 +17,7 @@ var luaFS embed.FS
 type scripts struct {
 	start, finish, probe, capacity, release *luaScript
 	reserve, unreserve                      *luaScript
-	configPut, configDelete, configReplace  *luaScript
-	configRestore                           *luaScript
+	configReplace, configRestore            *luaScript
 }
 
 // luaScript keeps the source beside the go-redis Script, for the EVAL fallback in pipelines.
@@ -48,8 +47,6 @@ func loadScripts() (scripts, error) {
 		release:       newScript(common + read("release.lua")),
 		reserve:       newScript(common + read("reserve.lua")),
 		unreserve:     newScript(common + read("unreserve.lua")),
-		configPut:     newScript(configCommon + read("config_put.lua")),
-		configDelete:  newScript(configCommon + read("config_delete.lua")),
 		configReplace: newScript(configCommon + read("config_replace.lua")),
 		configRestore: newScript(configCommon + read("config_restore.lua")),
 	}

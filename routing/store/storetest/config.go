@@ -33,12 +33,12 @@ func runConfig(t *testing.T, f Factory) {
 	t.Run("SecretsAreKeptApart", func(t *testing.T) {
 		s, _ := open(t, f)
 		in := deployment("d1", "gpt-4o", "sk-secret-1")
-		v1, err := s.PutDeployment(t.Context(), in)
+		v1, err := s.ReplaceConfig(t.Context(), &configv1.Config{Deployments: []*configv1.Deployment{in}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if in.GetApiKey() != "sk-secret-1" {
-			t.Fatal("PutDeployment mutated its argument")
+			t.Fatal("ReplaceConfig mutated its argument")
 		}
 		snap := load(t, s)
 		if snap.Version != v1 || len(snap.Config.GetDeployments()) != 1 {
@@ -53,7 +53,7 @@ func runConfig(t *testing.T, f Factory) {
 		// An update without a key keeps the stored one (write-only keys cannot be resent).
 		upd := deployment("d1", "gpt-4o", "")
 		upd.Weight = proto.Uint32(5)
-		v2, err := s.PutDeployment(t.Context(), upd)
+		v2, err := s.ReplaceConfig(t.Context(), &configv1.Config{Deployments: []*configv1.Deployment{upd}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,40 +64,29 @@ func runConfig(t *testing.T, f Factory) {
 		if snap.Secrets["d1"] != "sk-secret-1" || snap.Config.GetDeployments()[0].GetWeight() != 5 {
 			t.Fatalf("after keyless update: secret %q weight %d", snap.Secrets["d1"], snap.Config.GetDeployments()[0].GetWeight())
 		}
-		if _, err := s.PutDeployment(t.Context(), deployment("d1", "gpt-4o", "sk-rotated")); err != nil {
+		if _, err := s.ReplaceConfig(t.Context(), &configv1.Config{Deployments: []*configv1.Deployment{deployment("d1", "gpt-4o", "sk-rotated")}}); err != nil {
 			t.Fatal(err)
 		}
 		if got := load(t, s).Secrets["d1"]; got != "sk-rotated" {
 			t.Fatalf("rotated secret = %q", got)
 		}
-		if _, err := s.DeleteDeployment(t.Context(), "d1"); err != nil {
+		if _, err := s.ReplaceConfig(t.Context(), &configv1.Config{}); err != nil {
 			t.Fatal(err)
 		}
 		snap = load(t, s)
 		if len(snap.Config.GetDeployments()) != 0 || snap.Secrets["d1"] != "" {
-			t.Fatalf("delete left %d deployments and secret %q", len(snap.Config.GetDeployments()), snap.Secrets["d1"])
-		}
-		if _, err := s.DeleteDeployment(t.Context(), "d1"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("deleting a missing deployment: %v, want ErrNotFound", err)
+			t.Fatalf("removing the deployment left %d deployments and secret %q", len(snap.Config.GetDeployments()), snap.Secrets["d1"])
 		}
 	})
 
 	t.Run("ChainsPoliciesSettings", func(t *testing.T) {
 		s, _ := open(t, f)
 		ch := &configv1.FallbackChain{PublicModel: "gpt-4o", Reason: "general", Targets: []string{"gpt-4o-mini"}}
-		if _, err := s.PutFallbackChain(t.Context(), ch); err != nil {
-			t.Fatal(err)
-		}
 		ctxw := &configv1.FallbackChain{PublicModel: "gpt-4o", Reason: "context_window", Targets: []string{"gpt-4.1"}}
-		if _, err := s.PutFallbackChain(t.Context(), ctxw); err != nil {
-			t.Fatal(err)
-		}
 		pol := &configv1.ModelPolicy{PublicModel: "gpt-4o", CrossModelFallbackAllowed: proto.Bool(false)}
-		if _, err := s.PutModelPolicy(t.Context(), pol); err != nil {
-			t.Fatal(err)
-		}
 		rs := &configv1.RouterSettings{RoutingStrategy: proto.String("least-busy"), AllowedFails: proto.Uint32(0)}
-		if _, err := s.PutRouterSettings(t.Context(), rs); err != nil {
+		cfg := &configv1.Config{RouterSettings: rs, FallbackChains: []*configv1.FallbackChain{ch, ctxw}, ModelPolicies: []*configv1.ModelPolicy{pol}}
+		if _, err := s.ReplaceConfig(t.Context(), cfg); err != nil {
 			t.Fatal(err)
 		}
 		snap := load(t, s)
@@ -108,27 +97,19 @@ func runConfig(t *testing.T, f Factory) {
 		if !proto.Equal(got, rs) || got.AllowedFails == nil {
 			t.Fatalf("settings = %v, want %v with allowedFails present as 0", got, rs)
 		}
-		if _, err := s.DeleteFallbackChain(t.Context(), "gpt-4o", "general"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.DeleteFallbackChain(t.Context(), "gpt-4o", "general"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("second delete: %v, want ErrNotFound", err)
-		}
-		if _, err := s.DeleteModelPolicy(t.Context(), "gpt-4o"); err != nil {
+		if _, err := s.ReplaceConfig(t.Context(), &configv1.Config{FallbackChains: []*configv1.FallbackChain{ctxw}}); err != nil {
 			t.Fatal(err)
 		}
 		snap = load(t, s)
-		if len(snap.Config.GetFallbackChains()) != 1 || snap.Config.GetFallbackChains()[0].GetReason() != "context_window" || len(snap.Config.GetModelPolicies()) != 0 {
-			t.Fatalf("after deletes: %v", snap.Config)
+		if len(snap.Config.GetFallbackChains()) != 1 || snap.Config.GetFallbackChains()[0].GetReason() != "context_window" ||
+			len(snap.Config.GetModelPolicies()) != 0 || snap.Config.GetRouterSettings() != nil {
+			t.Fatalf("after replacing with one chain: %v", snap.Config)
 		}
 	})
 
 	t.Run("ReplaceKeepsSecretsOfKeylessDeployments", func(t *testing.T) {
 		s, _ := open(t, f)
-		if _, err := s.PutDeployment(t.Context(), deployment("d1", "m", "k1")); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.PutDeployment(t.Context(), deployment("gone", "m", "k2")); err != nil {
+		if _, err := s.ReplaceConfig(t.Context(), &configv1.Config{Deployments: []*configv1.Deployment{deployment("d1", "m", "k1"), deployment("gone", "m", "k2")}}); err != nil {
 			t.Fatal(err)
 		}
 		cfg := &configv1.Config{Deployments: []*configv1.Deployment{deployment("d1", "m", ""), deployment("d2", "m", "k3")}}
@@ -266,7 +247,7 @@ func runConfig(t *testing.T, f Factory) {
 		s, replica := open(t, f)
 		other := replica()
 		watch := other.WatchConfig(t.Context())
-		v, err := s.PutDeployment(t.Context(), deployment("d1", "m", "k"))
+		v, err := s.ReplaceConfig(t.Context(), &configv1.Config{Deployments: []*configv1.Deployment{deployment("d1", "m", "k")}})
 		if err != nil {
 			t.Fatal(err)
 		}
