@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/switchyard-gw/switchyard/routing"
 )
@@ -30,6 +31,10 @@ type Options struct {
 	Checks []func(context.Context) Readiness
 	// Metrics serves /metrics (Prometheus); nil leaves the path unrouted.
 	Metrics http.Handler
+	// Profiling serves Go's runtime profiles under /debug/pprof/ (-operator-pprof): an
+	// operator measuring a replica under load. They show code paths and timings, never
+	// request content; off by default.
+	Profiling bool
 }
 
 // Handler returns the operator HTTP handler: nothing on it needs a key, so nothing on it
@@ -56,6 +61,13 @@ func Handler(r *routing.Router, opts Options) http.Handler {
 	})
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
+	}
+	if opts.Profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	return mux
 }

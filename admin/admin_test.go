@@ -114,3 +114,19 @@ func TestDeploymentStatusReportsDisabled(t *testing.T) {
 		}
 	}
 }
+
+// The runtime profiles are served only when the operator asks for them (-operator-pprof).
+func TestProfilingIsOptIn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		srv := httptest.NewServer(admin.Handler(nil, admin.Options{Profiling: on}))
+		resp, err := http.Get(srv.URL + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		srv.Close()
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
+			t.Errorf("profiling %v: status %d, want %d", on, resp.StatusCode, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -62,7 +63,14 @@ func (p attemptPhase) String() string {
 type attemptProcessor struct {
 	s      *Server
 	stream extprocv3.ExternalProcessor_ProcessServer
+	// mu is held while a message or a timer is handled (run, watchTimer); everything
+	// below is read and written under it.
+	mu     sync.Mutex
 	phase  attemptPhase
+	closed bool // the stream ended (end)
+	// timerKick tells the timer watcher that the stream's timer changed; nil until a
+	// streamed response arms its first timer (watchTimer).
+	timerKick chan struct{}
 
 	requestID string
 	state     *attemptstate.State
@@ -89,6 +97,10 @@ type attemptProcessor struct {
 	sse         *streamState
 	clientUsage bool
 
+	// streamed is the reused streamed_response answer, streamedBody its chunk (sendStreamed).
+	streamed     *extprocv3.ProcessingResponse
+	streamedBody *extprocv3.StreamedBodyResponse
+
 	status  int
 	headers headerMap
 	held    []byte
@@ -102,69 +114,96 @@ func newAttemptProcessor(s *Server, stream extprocv3.ExternalProcessor_ProcessSe
 	return &attemptProcessor{s: s, stream: stream}
 }
 
-func (p *attemptProcessor) run() (err error) {
+// run reads Envoy's messages on the stream's own goroutine and handles each under p.mu.
+// The only other goroutine that touches the processor is a streamed response's timer
+// watcher (watchTimer), which takes p.mu too: a chunk costs a lock, not a hand-off between
+// goroutines.
+func (p *attemptProcessor) run() error {
 	ctx := p.stream.Context()
-	defer func() { p.release() }()
-	msgs := pump(ctx, p.stream)
+	defer p.end()
 	for {
-		var msg received
-		select {
-		case m, ok := <-msgs:
-			if !ok {
-				return nil
-			}
-			msg = m
-		case <-p.timerC():
-			if err := p.onTimer(); err != nil {
-				return err
-			}
-			continue
+		req, err := p.stream.Recv()
+		if err != nil {
+			return err
 		}
-		if msg.err != nil {
-			return msg.err
-		}
-		began := p.s.clock.Now()
-		name := ""
-		switch r := msg.req.GetRequest().(type) {
-		case *extprocv3.ProcessingRequest_RequestHeaders:
-			name = "request_headers"
-			if p.phase != attemptAwaitRequestHeaders {
-				return errUnexpected(contract.RoleAttempt, p.phase, msg.req)
-			}
-			err = p.onRequestHeaders(ctx, msg.req)
-		case *extprocv3.ProcessingRequest_RequestBody:
-			name = "request_body"
-			if p.phase != attemptAwaitRequestBody {
-				return errUnexpected(contract.RoleAttempt, p.phase, msg.req)
-			}
-			err = p.onRequestBody(r.RequestBody)
-		case *extprocv3.ProcessingRequest_RequestTrailers:
-			name = "request_trailers"
-			err = p.stream.Send(continueRequestTrailers())
-		case *extprocv3.ProcessingRequest_ResponseHeaders:
-			name = "response_headers"
-			if p.phase != attemptAwaitResponseHeaders {
-				return errUnexpected(contract.RoleAttempt, p.phase, msg.req)
-			}
-			err = p.onResponseHeaders(ctx, r.ResponseHeaders)
-		case *extprocv3.ProcessingRequest_ResponseBody:
-			name = "response_body"
-			err = p.onResponseBody(ctx, r.ResponseBody)
-		case *extprocv3.ProcessingRequest_ResponseTrailers:
-			name = "response_trailers"
-			err = p.onResponseTrailers(ctx)
-		default:
-			return errUnexpected(contract.RoleAttempt, p.phase, msg.req)
-		}
-		p.s.metric.observeMessage(contract.RoleAttempt, name, p.s.clock.Now().Sub(began))
+		p.mu.Lock()
+		err = p.handle(ctx, req)
+		p.mu.Unlock()
 		if err != nil {
 			return err
 		}
 	}
 }
 
+// handle processes one message from Envoy; p.mu is held.
+func (p *attemptProcessor) handle(ctx context.Context, req *extprocv3.ProcessingRequest) (err error) {
+	began := p.s.clock.Now()
+	var kind messageKind
+	switch r := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		kind = msgRequestHeaders
+		if p.phase != attemptAwaitRequestHeaders {
+			return errUnexpected(contract.RoleAttempt, p.phase, req)
+		}
+		err = p.onRequestHeaders(ctx, req)
+	case *extprocv3.ProcessingRequest_RequestBody:
+		kind = msgRequestBody
+		if p.phase != attemptAwaitRequestBody {
+			return errUnexpected(contract.RoleAttempt, p.phase, req)
+		}
+		err = p.onRequestBody(r.RequestBody)
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		kind = msgRequestTrailers
+		err = p.stream.Send(continueRequestTrailers())
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		kind = msgResponseHeaders
+		if p.phase != attemptAwaitResponseHeaders {
+			return errUnexpected(contract.RoleAttempt, p.phase, req)
+		}
+		err = p.onResponseHeaders(ctx, r.ResponseHeaders)
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		kind = msgResponseBody
+		err = p.onResponseBody(ctx, r.ResponseBody)
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		kind = msgResponseTrailers
+		err = p.onResponseTrailers(ctx)
+	default:
+		return errUnexpected(contract.RoleAttempt, p.phase, req)
+	}
+	p.kickTimer()
+	p.s.metric.observeMessage(roleAttempt, kind, p.s.clock.Now().Sub(began))
+	return err
+}
+
+// end settles the processor when its stream ends: the timer watcher stops and an attempt
+// still open is released.
+func (p *attemptProcessor) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.timerKick != nil {
+		close(p.timerKick)
+	}
+	p.release()
+}
+
 // send hands one answer to Envoy.
 func (p *attemptProcessor) send(r *extprocv3.ProcessingResponse) error { return p.stream.Send(r) }
+
+// sendStreamed hands Envoy the next streamed_response chunk of the response body. The answer
+// is built once per stream and refilled: gRPC marshals a message within SendMsg and this
+// server installs no stats handler that could read it later, so a chunk costs no answer
+// allocation.
+func (p *attemptProcessor) sendStreamed(b []byte, endOfStream bool) error {
+	if p.streamed == nil {
+		p.streamed = streamedBody(nil, false)
+		p.streamedBody = p.streamed.GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse()
+	}
+	p.streamedBody.Body, p.streamedBody.EndOfStream = b, endOfStream
+	err := p.send(p.streamed)
+	p.streamedBody.Body = nil // the chunk's bytes are not kept past its answer
+	return err
+}
 
 func (p *attemptProcessor) onRequestHeaders(ctx context.Context, m *extprocv3.ProcessingRequest) error {
 	h := m.GetRequestHeaders()
@@ -405,7 +444,7 @@ func (p *attemptProcessor) pass(b []byte, endOfStream bool) error {
 		p.phase = attemptDone
 		p.finishSuccess(0, 0)
 	}
-	return p.stream.Send(streamedBody(b, endOfStream))
+	return p.sendStreamed(b, endOfStream)
 }
 
 func (p *attemptProcessor) onResponseTrailers(ctx context.Context) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/extproc/sse"
 	"github.com/switchyard-gw/switchyard/extproc/stream"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/failure"
 )
@@ -49,6 +50,7 @@ type streamState struct {
 	deadline    time.Time
 	timerAt     time.Time
 	timer       <-chan time.Time
+	timerMoved  bool // rearm made a new timer the watcher has not seen (kickTimer)
 	hadBody     bool
 }
 
@@ -78,6 +80,55 @@ func (p *attemptProcessor) rearm() {
 		return
 	}
 	s.timerAt, s.timer = next, p.s.clock.After(next.Sub(p.s.clock.Now()))
+	s.timerMoved = true
+}
+
+// kickTimer tells the timer watcher, started with the stream's first timer, that the timer
+// changed. p.mu is held.
+func (p *attemptProcessor) kickTimer() {
+	if p.sse == nil || !p.sse.timerMoved {
+		return
+	}
+	p.sse.timerMoved = false
+	if p.timerKick == nil {
+		p.timerKick = make(chan struct{}, 1)
+		go p.watchTimer(p.timerKick)
+	}
+	select {
+	case p.timerKick <- struct{}{}:
+	default: // a kick is pending; the watcher reads the newest timer then
+	}
+}
+
+// watchTimer waits on the stream's timer on a goroutine of its own, so the stream's
+// goroutine can block in Recv, and handles it under p.mu when it fires. It ends when the
+// stream does (end closes kick).
+func (p *attemptProcessor) watchTimer(kick <-chan struct{}) {
+	var timer <-chan time.Time
+	for {
+		select {
+		case _, ok := <-kick:
+			if !ok {
+				return
+			}
+		case <-timer:
+			p.mu.Lock()
+			if !p.closed && p.timerC() == timer {
+				if err := p.onTimer(); err != nil && !endOfStream(err) {
+					p.s.log.Warn("ext_proc stream failed", "role", contract.RoleAttempt, "request", p.requestID, "err", err)
+				}
+			}
+			p.sse.timerMoved = false // read below
+			p.mu.Unlock()
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		timer = p.timerC()
+		p.mu.Unlock()
+	}
 }
 
 // timerC is the stream's timer, nil (never ready) when no stream is under way.
@@ -153,7 +204,7 @@ func (p *attemptProcessor) onStreamBody(b []byte, endOfStream bool) error {
 	if len(s.out) == 0 {
 		return nil
 	}
-	return p.send(streamedBody(s.out, false))
+	return p.sendStreamed(s.out, false)
 }
 
 // onEvent classifies one SSE block and queues the bytes the client gets for it.
@@ -233,7 +284,7 @@ func (p *attemptProcessor) endStream() error {
 		p.s.metric.streamAnomalies(p.dep, done.Anomalies)
 	}
 	p.finishStreamSuccess(done)
-	return p.send(streamedBody(s.out, true))
+	return p.sendStreamed(s.out, true)
 }
 
 // commit releases the held response headers and puts everything held before this chunk's
@@ -276,7 +327,7 @@ func (p *attemptProcessor) endCommitted(c failure.Classification, info stream.Er
 	p.s.log.Info("stream failed after commit", "request", p.requestID, "deployment", p.dep.ID, "class", c.Class.String(),
 		"kind", string(c.Kind), "latency_ms", latency.Milliseconds(), "circuit", transitionName(t))
 	s.out = s.cls.AppendError(s.out, info, p.requestID)
-	return p.send(streamedBody(s.out, true))
+	return p.sendStreamed(s.out, true)
 }
 
 func (p *attemptProcessor) finishStreamSuccess(done stream.Completion) {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
+	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
 	"github.com/switchyard-gw/switchyard/routing/failure"
@@ -31,6 +32,55 @@ type Metrics struct {
 	skips        *prometheus.CounterVec
 	anomalies    *prometheus.CounterVec
 	released     *prometheus.CounterVec
+	// observers are messages' series, resolved once: a streamed chunk observes its
+	// processing time without looking its labels up.
+	observers [numRoles][numMessageKinds]prometheus.Observer
+}
+
+// roleKind and messageKind name a message's series of switchyard_extproc_message_duration_seconds.
+type (
+	roleKind    uint8
+	messageKind uint8
+)
+
+const (
+	roleRoute roleKind = iota
+	roleAttempt
+	numRoles
+)
+
+func (r roleKind) String() string {
+	if r == roleRoute {
+		return contract.RoleRoute
+	}
+	return contract.RoleAttempt
+}
+
+const (
+	msgRequestHeaders messageKind = iota
+	msgRequestBody
+	msgRequestTrailers
+	msgResponseHeaders
+	msgResponseBody
+	msgResponseTrailers
+	numMessageKinds
+)
+
+func (k messageKind) String() string {
+	switch k {
+	case msgRequestHeaders:
+		return "request_headers"
+	case msgRequestBody:
+		return "request_body"
+	case msgRequestTrailers:
+		return "request_trailers"
+	case msgResponseHeaders:
+		return "response_headers"
+	case msgResponseBody:
+		return "response_body"
+	default:
+		return "response_trailers"
+	}
 }
 
 // NewMetrics registers the data plane's metrics with reg.
@@ -103,6 +153,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Deployments and fallback models passed over by routing, by requested model and reason (capability, policy, limit, unserved), once per request and target.",
 	}, []string{"gen_ai_request_model", "reason"})
 	reg.MustRegister(m.duration, m.tokens, m.attempts, m.stops, m.requests, m.messages, m.stateRejects, m.moves, m.circuits, m.ttft, m.clientAuth, m.skips, m.anomalies, m.released)
+	for r := range numRoles {
+		for k := range numMessageKinds {
+			m.observers[r][k] = m.messages.WithLabelValues(r.String(), k.String())
+		}
+	}
 	return m
 }
 
@@ -172,11 +227,11 @@ func (m *Metrics) moved(model string, move routing.Move) {
 	m.moves.WithLabelValues(model, move.String()).Inc()
 }
 
-func (m *Metrics) observeMessage(role, message string, d time.Duration) {
+func (m *Metrics) observeMessage(role roleKind, message messageKind, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.messages.WithLabelValues(role, message).Observe(d.Seconds())
+	m.observers[role][message].Observe(d.Seconds())
 }
 
 func (m *Metrics) stateRejected(reason attemptstate.RejectReason) {

@@ -100,6 +100,12 @@ func exchange(b *testing.B, c extprocv3.ExternalProcessorClient, role string, ms
 
 func benchGateway(b *testing.B) (*Server, *routing.Router) {
 	b.Helper()
+	return benchGatewayWith(b, Options{})
+}
+
+// benchGatewayWith is benchGateway's server with o.
+func benchGatewayWith(b *testing.B, o Options) (*Server, *routing.Router) {
+	b.Helper()
 	w := uint32(1)
 	cfg := &configv1.Config{}
 	for _, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
@@ -115,7 +121,7 @@ func benchGateway(b *testing.B) (*Server, *routing.Router) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return NewServer(router, sealer, Options{}), router
+	return NewServer(router, sealer, o), router
 }
 
 func hdrs(kv ...string) *corev3.HeaderMap {

@@ -12,6 +12,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/tidwall/gjson"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
@@ -42,8 +43,10 @@ func newFakeStream(ctx context.Context) *fakeStream {
 
 func (f *fakeStream) Context() context.Context { return f.ctx }
 
+// Send keeps a copy, as gRPC's SendMsg marshals the answer before it returns (the attempt
+// role refills one streamed answer per chunk).
 func (f *fakeStream) Send(r *extprocv3.ProcessingResponse) error {
-	f.sent <- r
+	f.sent <- proto.CloneOf(r)
 	return nil
 }
 

@@ -81,7 +81,7 @@ func (p *routeProcessor) run() error {
 				return errUnexpected(contract.RoleRoute, p.phase, req)
 			}
 			err = p.onRequestHeaders(r.RequestHeaders)
-			p.s.metric.observeMessage(contract.RoleRoute, "request_headers", p.s.clock.Now().Sub(began))
+			p.s.metric.observeMessage(roleRoute, msgRequestHeaders, p.s.clock.Now().Sub(began))
 		case *extprocv3.ProcessingRequest_RequestBody:
 			if p.phase != routeAwaitBody {
 				return errUnexpected(contract.RoleRoute, p.phase, req)

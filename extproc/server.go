@@ -137,33 +137,6 @@ func endOfStream(err error) bool {
 	return status.Code(err) == codes.Canceled
 }
 
-// received is one message from Envoy, or the error that ended the stream.
-type received struct {
-	req *extprocv3.ProcessingRequest
-	err error
-}
-
-// pump reads the stream on its own goroutine so a processor can wait on timers and on
-// Envoy at once; the processor stays the only owner of its state.
-func pump(ctx context.Context, stream extprocv3.ExternalProcessor_ProcessServer) <-chan received {
-	ch := make(chan received, 4)
-	go func() {
-		defer close(ch)
-		for {
-			req, err := stream.Recv()
-			select {
-			case ch <- received{req, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return ch
-}
-
 // errUnexpected reports a message the role's phase does not expect.
 func errUnexpected(role string, phase fmt.Stringer, req *extprocv3.ProcessingRequest) error {
 	return status.Errorf(codes.FailedPrecondition, "%s role: unexpected %T in phase %s", role, req.GetRequest(), phase)

@@ -88,6 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	configPath := fs.String("config", "", "path of the configuration file, JSON or YAML (required)")
 	adminAddr := fs.String("admin-listen", "127.0.0.1:8080", "address of the admin API and the status view (keep it private)")
 	operatorAddr := fs.String("operator-listen", ":9090", "address of /healthz, /readyz and /metrics (for kubelet and Prometheus)")
+	operatorPprof := fs.Bool("operator-pprof", false, "also serve Go's runtime profiles under /debug/pprof/ on the operator listener (CPU, heap, goroutines; no request content)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var sf storeFlags
 	sf.register(fs)
@@ -205,7 +206,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// admin API (every route of which needs the master key anyway).
 	adminSrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	opSrv := &http.Server{Handler: admin.Handler(router, admin.Options{Checks: checks,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}), ReadHeaderTimeout: 10 * time.Second}
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Profiling: *operatorPprof}), ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *adminAddr)
 	if err != nil {
 		stopDataPlane(dp, df.drain)

@@ -14,7 +14,6 @@ var doneSentinel = []byte("[DONE]")
 // chat reads a Chat Completions chunk (wire-formats §1.2–1.3, Azure §4.2). Data-only
 // events; the event name is ignored, as openai-go's ssestream ignores it.
 func (c *Classifier) chat(ev *sse.Event) Verdict {
-	c.findModel(ev, chatModelPath)
 	data := rawjson.TrimSpace(ev.Data)
 	if bytes.HasPrefix(data, doneSentinel) {
 		// openai-go and openai-python stop at a data that starts with [DONE].
@@ -54,6 +53,7 @@ func (c *Classifier) chat(ev *sse.Event) Verdict {
 		case "model":
 			if len(x) > 2 && x[0] == '"' {
 				c.mdl = append(c.mdl[:0], x...)
+				c.modelSpan(ev.Data, x) // found in this walk: no second one (findModel)
 			}
 		}
 		return true

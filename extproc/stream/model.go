@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/json"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -14,14 +15,27 @@ import (
 // public model; Classify finds the value's span in the event's data and AppendEvent writes
 // the event with the public name in it.
 
-// Where each dialect's events carry the model: every Chat chunk, Anthropic's message_start
-// and the Responses events with a response object (not the deltas, the bulk of a stream);
-// each dialect's reader calls findModel with the path once it knows the event's type.
+// Where each dialect's events carry the model: every Chat chunk (its top-level "model",
+// which the chat reader meets in its own walk, modelSpan), Anthropic's message_start and
+// the Responses events with a response object (not the deltas, the bulk of a stream); those
+// readers call findModel with the path once they know the event's type.
 const (
-	chatModelPath      = "model"
 	messagesModelPath  = "message.model"
 	responsesModelPath = "response.model"
 )
+
+// modelSpan records the span of raw, a JSON string value inside data (ev.Data), as the
+// model to rewrite when it differs from the public model; the first one of an event counts.
+func (c *Classifier) modelSpan(data []byte, raw string) {
+	if len(c.model) == 0 || c.modelTo > c.modelFrom || raw == string(c.model) {
+		return
+	}
+	off := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.SliceData(data))))
+	if off <= 0 || off+len(raw) > len(data) {
+		return
+	}
+	c.modelFrom, c.modelTo = off, off+len(raw)
+}
 
 // findModel records the span of ev's model value at path in ev.Data when it differs from
 // the public model (c.modelFrom < c.modelTo), so that AppendEvent rewrites it.
@@ -74,13 +88,15 @@ func (c *Classifier) publicData(ev *sse.Event) []byte {
 	return append(out, ev.Data[c.modelTo:]...)
 }
 
-// within reports the offset of sub in b when sub is a sub-slice of b.
+// within reports the offset of sub in b when sub lies inside b. It compares addresses:
+// the parser hands out Data with its capacity clipped to its length, so sub's capacity says
+// nothing about where it sits.
 func within(b, sub []byte) (int, bool) {
-	if len(sub) == 0 || cap(sub) > cap(b) {
+	if len(sub) == 0 || len(b) == 0 {
 		return 0, false
 	}
-	off := cap(b) - cap(sub)
-	if off+len(sub) > len(b) || &b[off] != &sub[0] {
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	if off < 0 || off+len(sub) > len(b) || &b[off] != &sub[0] {
 		return 0, false
 	}
 	return off, true

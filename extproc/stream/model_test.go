@@ -74,3 +74,28 @@ func TestStreamsNameThePublicModel(t *testing.T) {
 		t.Fatalf("unchanged stream became %q", got)
 	}
 }
+
+// Naming the public model in a one-line event splices it into the event as received: no
+// copy of the data and no rebuilt event, so a streamed chunk costs no allocation (the
+// parser clips Data's capacity, which once hid where it sits in Raw).
+func TestModelSpliceAllocatesNothing(t *testing.T) {
+	chunk := []byte(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}` + "\n\n")
+	c := New(dialect.Chat, Options{Model: "gpt-4o"})
+	var p sse.Parser
+	out := make([]byte, 0, 1024)
+	var got string
+	allocs := testing.AllocsPerRun(100, func() {
+		out = out[:0]
+		p.Feed(chunk, func(ev *sse.Event) {
+			c.Classify(ev)
+			out = c.AppendEvent(out, ev)
+		})
+	})
+	got = string(out)
+	if want := strings.Replace(string(chunk), `"gpt-4o-2024-08-06"`, `"gpt-4o"`, 1); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per chunk, want 0", allocs)
+	}
+}
