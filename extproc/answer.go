@@ -157,6 +157,19 @@ func continueResponseHeaders(m mutation) *extprocv3.ProcessingResponse {
 	}}
 }
 
+// committedHeaders releases a committed stream's response headers and empties the sealed
+// state in dynamic metadata. Envoy forwards the namespace on every body chunk that follows
+// (ext_proc.cc setupBodyChunk → addDynamicMetadata), so a stream of hundreds of chunks would
+// carry the whole state, for nobody: once the headers went to the client no retry or
+// redirect can follow (the trampoline attempt and a 307 need it only before the commit).
+// Envoy merges the reply's metadata into the namespace on a response-headers answer too
+// (onReceiveMessage → setEncoderDynamicMetadata).
+func committedHeaders(m mutation) *extprocv3.ProcessingResponse {
+	r := continueResponseHeaders(m)
+	r.DynamicMetadata = stateMetadata("")
+	return r
+}
+
 // redirectMutation turns the held response into the 307 that re-enters the route role:
 // Envoy's internal redirect follows it (router.cc setupRedirect) and copies
 // x-switchyard-state into the new request (response_headers_to_copy). The provider's body

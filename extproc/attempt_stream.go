@@ -295,7 +295,7 @@ func (p *attemptProcessor) commit() error {
 	}
 	s := p.sse
 	p.phase = attemptPass
-	if err := p.send(continueResponseHeaders(p.clientHeaders())); err != nil {
+	if err := p.send(committedHeaders(p.clientHeaders())); err != nil {
 		return err
 	}
 	s.out = append(s.held, s.out...)

@@ -86,6 +86,9 @@ func newConcurrencyFixture(b *testing.B, srv *Server) concurrencyFixture {
 		metaState: structpb.NewStringValue(sealed), metaSent: structpb.NewBoolValue(true)}}}}
 	first := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
 		metaState: structpb.NewStringValue(sealed)}}}}
+	// After the commit answer emptied the state (committedHeaders).
+	committed := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
+		metaState: structpb.NewStringValue(""), metaSent: structpb.NewBoolValue(true)}}}}
 	attrs := map[string]*structpb.Struct{attributesFilterName: {Fields: map[string]*structpb.Value{
 		contract.AttributeClusterName: structpb.NewStringValue(contract.ClusterName("a"))}}}
 	f := concurrencyFixture{setup: []*extprocv3.ProcessingRequest{
@@ -101,9 +104,10 @@ func newConcurrencyFixture(b *testing.B, srv *Server) concurrencyFixture {
 			"x-ratelimit-limit-requests", "10000", "x-ratelimit-remaining-requests", "9999")}}},
 	}}
 	for i, c := range chatStreamChunks() {
-		m := &extprocv3.ProcessingRequest{MetadataContext: md, Request: &extprocv3.ProcessingRequest_ResponseBody{
+		m := &extprocv3.ProcessingRequest{MetadataContext: committed, Request: &extprocv3.ProcessingRequest_ResponseBody{
 			ResponseBody: &extprocv3.HttpBody{Body: c, EndOfStream: i == 199}}}
 		if i < 2 {
+			m.MetadataContext = md
 			f.setup = append(f.setup, m) // the role delta is held, the first content commits
 		} else {
 			f.chunks = append(f.chunks, m)

@@ -581,6 +581,27 @@ func (r *rig) waitTimer(t *testing.T) {
 	}
 }
 
+// TestCommitEmptiesTheForwardedState: the answer that commits a stream also empties the
+// sealed state in switchyard's metadata namespace, which Envoy would otherwise forward with
+// every later chunk; the sent mark stays.
+func TestCommitEmptiesTheForwardedState(t *testing.T) {
+	r := newRig(t)
+	fs := r.startStreamAttempt(t)
+	fs.in <- respBody(chunkRole, false) // held: no output yet
+	fs.in <- respBody(chunkContent, false)
+	h := fs.next(t)
+	if h.GetResponseHeaders() == nil {
+		t.Fatalf("commit: %v", h)
+	}
+	ns := h.GetDynamicMetadata().GetFields()[contract.MetadataNamespace].GetStructValue().GetFields()
+	if v, ok := ns[metaState]; !ok || v.GetStringValue() != "" {
+		t.Fatalf("the commit answer's metadata %v, want the state emptied", h.GetDynamicMetadata())
+	}
+	if _, ok := ns[metaSent]; ok {
+		t.Errorf("the commit answer rewrites the sent mark: %v", ns)
+	}
+}
+
 // TestAttemptRoleStreamDeadlineAfterCommit: a committed stream still open at the request's
 // deadline ends with an in-band timeout error 0.5 s before Envoy's route timeout would cut it.
 func TestAttemptRoleStreamDeadlineAfterCommit(t *testing.T) {
