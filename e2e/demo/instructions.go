@@ -24,7 +24,8 @@ clusters and route from switchyard's xDS). No client key needed: the demo trusts
   fake Azure OpenAI  http://{{.Azure}}     deployment azure-gpt4o (expensive)
   fake Anthropic     http://{{.Anthropic}}     deployment anthropic-sonnet
   switchyard         ext_proc {{.Switchyard.Extproc}}, xDS {{.Switchyard.XDS}}, admin http://{{.Switchyard.Admin}}
-                     operator http://{{.Switchyard.Operator}} (/healthz, /readyz, /metrics)
+                     operator http://{{.Switchyard.Operator}} (/healthz, /readyz, /metrics;
+                     /debug/pprof/ for CPU and heap profiles: -operator-pprof)
   logs               tail -f {{.LogFile}}
 
 Configuration: examples/demo.json. gpt-4o has two deployments routed price-based, so the

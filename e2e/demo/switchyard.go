@@ -56,7 +56,7 @@ func startSwitchyard(ctx context.Context, f flags, cfgPath, dir string, logs io.
 	}
 	// The demo trusts loopback explicitly: no client key is needed.
 	cmd := exec.Command(bin, "-config", cfgPath, "-store", "memory", "-client-auth", "envoy",
-		"-admin-listen", f.admin, "-operator-listen", f.operator, "-extproc-listen", f.extproc, "-trampoline-listen", f.trampoline,
+		"-admin-listen", f.admin, "-operator-listen", f.operator, "-operator-pprof", "-extproc-listen", f.extproc, "-trampoline-listen", f.trampoline,
 		"-xds-listen", f.xds, "-drain-timeout", "5s")
 	// The master key travels in the environment, never in ps.
 	cmd.Env = append(os.Environ(), "SWITCHYARD_MASTER_KEY="+masterKey)
