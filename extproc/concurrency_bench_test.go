@@ -21,10 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
-	"github.com/switchyard-gw/switchyard/extproc/dialect"
 	"github.com/switchyard-gw/switchyard/internal/contract"
-	"github.com/switchyard-gw/switchyard/routing"
 )
 
 // BenchmarkStreamConcurrency drives the attempt role the way Envoy drives it under load: c
@@ -70,16 +67,7 @@ func newConcurrencyFixture(b *testing.B, srv *Server) concurrencyFixture {
 	b.Helper()
 	body := []byte(`{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` +
 		strings.Repeat("hello ", 600) + `"}]}`)
-	st := attemptstate.New(&routing.Request{ID: "req-1", Model: "gpt-4o", Stream: true, Start: time.Now()}, dialect.Chat, time.Now().Add(time.Hour))
-	st.SaveHeader(":scheme", []byte("https"), true)
-	st.SaveHeader(":authority", []byte("gw.example"), true)
-	st.SaveHeader(":path", []byte("/v1/chat/completions"), true)
-	d := routing.Decision{Deployment: srv.router.Config().Deployments["a"], Model: "gpt-4o"}
-	st.Begin(&d, "req-1/1/x", time.Now())
-	sealed, err := srv.sealer.Seal(st)
-	if err != nil {
-		b.Fatal(err)
-	}
+	sealed := sealedStreamAttempt(b, srv)
 	// What Envoy forwards on every message once the request went out: the sealed state and
 	// the sent mark.
 	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{

@@ -237,16 +237,7 @@ func BenchmarkAttemptRoleJSON(b *testing.B) {
 func BenchmarkAttemptRoleStream(b *testing.B) {
 	const chunks = 200
 	srv, _ := benchGateway(b)
-	st := attemptstate.New(&routing.Request{ID: "req-1", Model: "gpt-4o", Stream: true, Start: time.Now()}, dialect.Chat, time.Now().Add(time.Hour))
-	st.SaveHeader(":scheme", []byte("https"), true)
-	st.SaveHeader(":authority", []byte("gw.example"), true)
-	st.SaveHeader(":path", []byte("/v1/chat/completions"), true)
-	d := routing.Decision{Deployment: srv.router.Config().Deployments["a"], Model: "gpt-4o"}
-	st.Begin(&d, "req-1/1/x", time.Now())
-	sealed, err := srv.sealer.Seal(st)
-	if err != nil {
-		b.Fatal(err)
-	}
+	sealed := sealedStreamAttempt(b, srv)
 	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
 		metaState: structpb.NewStringValue(sealed)}}}}
 	attrs := map[string]*structpb.Struct{attributesFilterName: {Fields: map[string]*structpb.Value{
@@ -331,6 +322,23 @@ func BenchmarkAttemptRoleStream(b *testing.B) {
 	b.ReportMetric(float64(syT)/float64(noopT), "attempt/noop")
 	b.ReportMetric(float64(syA)/per, "attempt-allocs/chunk")
 	b.ReportMetric(float64(noopA)/per, "noop-allocs/chunk")
+}
+
+// sealedStreamAttempt is the sealed state of a streamed chat request's first attempt, on
+// deployment "a", as the route role hands it to the attempt role.
+func sealedStreamAttempt(b *testing.B, srv *Server) string {
+	b.Helper()
+	st := attemptstate.New(&routing.Request{ID: "req-1", Model: "gpt-4o", Stream: true, Start: time.Now()}, dialect.Chat, time.Now().Add(time.Hour))
+	st.SaveHeader(":scheme", []byte("https"), true)
+	st.SaveHeader(":authority", []byte("gw.example"), true)
+	st.SaveHeader(":path", []byte("/v1/chat/completions"), true)
+	d := routing.Decision{Deployment: srv.router.Config().Deployments["a"], Model: "gpt-4o"}
+	st.Begin(&d, "req-1/1/x", time.Now())
+	sealed, err := srv.sealer.Seal(st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sealed
 }
 
 // continueRequestBody lets a buffered request body go on unchanged (the no-op's answer; the
