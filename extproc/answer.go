@@ -19,10 +19,10 @@ import (
 
 // Metadata keys inside contract.MetadataNamespace.
 const (
-	metaState = "state"
+	metaState = contract.MetadataState
 	// metaSent marks that the attempt role of a provider attempt released the request to the
 	// provider; the trampoline attempt uses it to tell a connect failure from a reset.
-	metaSent = "sent"
+	metaSent = contract.MetadataSent
 	// metaAnswered marks a route-role answer (an ImmediateResponse): the bootstraps'
 	// local_reply_config mappers shape only Envoy's own local replies in the client's
 	// dialect, and skip a reply with this key (their metadata_filter), which already is.
@@ -158,10 +158,12 @@ func continueResponseHeaders(m mutation) *extprocv3.ProcessingResponse {
 }
 
 // committedHeaders releases a committed stream's response headers and empties the sealed
-// state in dynamic metadata. Envoy forwards the namespace on every body chunk that follows
-// (ext_proc.cc setupBodyChunk → addDynamicMetadata), so a stream of hundreds of chunks would
-// carry the whole state, for nobody: once the headers went to the client no retry or
-// redirect can follow (the trampoline attempt and a 307 need it only before the commit).
+// state in dynamic metadata. An attempt filter configured with forwarding_namespaces (a
+// static configuration written before the state became a request attribute) gets the
+// namespace with every body chunk that follows (ext_proc.cc setupBodyChunk →
+// addDynamicMetadata), so a stream of hundreds of chunks would carry the whole state, for
+// nobody: once the headers went to the client no retry or redirect can follow (the
+// trampoline attempt and a 307 need it only before the commit).
 // Envoy merges the reply's metadata into the namespace on a response-headers answer too
 // (onReceiveMessage → setEncoderDynamicMetadata).
 func committedHeaders(m mutation) *extprocv3.ProcessingResponse {

@@ -241,9 +241,9 @@ func (p *attemptProcessor) onRequestHeaders(ctx context.Context, m *extprocv3.Pr
 // load opens the state of this pass from dynamic metadata and checks it against the cluster
 // the attempt runs in.
 func (p *attemptProcessor) load(m *extprocv3.ProcessingRequest) error {
-	sealed := metadataString(m.GetMetadataContext(), metaState)
+	sealed := passState(m)
 	if sealed == "" {
-		return fmt.Errorf("no attempt state in dynamic metadata namespace %q", contract.MetadataNamespace)
+		return fmt.Errorf("no attempt state in request attribute %s or dynamic metadata namespace %q", contract.AttributeState, contract.MetadataNamespace)
 	}
 	st, err := p.s.sealer.Open(sealed, p.requestID)
 	if err != nil {
@@ -278,8 +278,7 @@ func (p *attemptProcessor) responseTimeout() time.Duration {
 }
 
 func isTrampoline(m *extprocv3.ProcessingRequest) bool {
-	v := attribute(m.GetAttributes(), contract.AttributeTrampoline)
-	return v.GetBoolValue() || v.GetStringValue() == "true"
+	return truthy(attribute(m.GetAttributes(), contract.AttributeTrampoline))
 }
 
 // transportGuess is what the trampoline attempt can tell of the provider attempt's failure:
@@ -287,7 +286,7 @@ func isTrampoline(m *extprocv3.ProcessingRequest) bool {
 // reset before response headers. Envoy does not say which; the provider attempt's metadata
 // mark and the elapsed time do.
 func transportGuess(m *extprocv3.ProcessingRequest, started, now time.Time, perTry time.Duration) failure.Transport {
-	if !metadataBool(m.GetMetadataContext(), metaSent) {
+	if !requestSent(m) {
 		return failure.TransportConnect
 	}
 	if now.Sub(started) >= perTry-perTry/20 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/switchyard-gw/switchyard/extproc/provider"
@@ -133,6 +134,26 @@ func metadataBool(md *corev3.Metadata, key string) bool {
 // attribute reads one request attribute Envoy evaluated for the filter.
 func attribute(attrs map[string]*structpb.Struct, name string) *structpb.Value {
 	return attrs[attributesFilterName].GetFields()[name]
+}
+
+// truthy reads a boolean attribute: Envoy passes a CEL bool as a bool and prints anything
+// else (ExpressionManager::evaluateAttributes).
+func truthy(v *structpb.Value) bool { return v.GetBoolValue() || v.GetStringValue() == "true" }
+
+// passState is the sealed state of this pass on an attempt stream's first message: the
+// request attribute the published attempt filter asks for (contract.AttributeState), or the
+// forwarded namespace of a configuration written before it.
+func passState(m *extprocv3.ProcessingRequest) string {
+	if s := attribute(m.GetAttributes(), contract.AttributeState).GetStringValue(); s != "" {
+		return s
+	}
+	return metadataString(m.GetMetadataContext(), metaState)
+}
+
+// requestSent reports whether this pass's provider attempt released its request
+// (contract.AttributeSent, or the forwarded namespace).
+func requestSent(m *extprocv3.ProcessingRequest) bool {
+	return truthy(attribute(m.GetAttributes(), contract.AttributeSent)) || metadataBool(m.GetMetadataContext(), metaSent)
 }
 
 // stripped is the mutation that removes the client's credentials and every header starting

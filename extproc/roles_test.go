@@ -499,13 +499,18 @@ func TestAttemptRoleCancelReleasesWithoutVerdict(t *testing.T) {
 	}
 }
 
+// The trampoline attempt gets the state and the sent mark as the published attempt filter
+// asks for them, as request attributes, with no forwarded metadata (the other attempt tests
+// use the forwarded namespace of an older static configuration).
 func TestAttemptRoleTrampolineAttemptForwardsTheState(t *testing.T) {
 	r := newRig(t)
 	md, attrs := r.attemptState(t, "a")
-	attrs[attributesFilterName].Fields[contract.AttributeTrampoline] = structpb.NewBoolValue(true)
-	md.FilterMetadata[contract.MetadataNamespace].Fields[metaSent] = structpb.NewBoolValue(true)
+	fields := attrs[attributesFilterName].Fields
+	fields[contract.AttributeTrampoline] = structpb.NewBoolValue(true)
+	fields[contract.AttributeState] = md.FilterMetadata[contract.MetadataNamespace].Fields[metaState]
+	fields[contract.AttributeSent] = structpb.NewBoolValue(true)
 	fs, _, _ := r.attempt(t)
-	fs.answer(t, attemptHeaders1(md, attrs, "authorization", "Bearer sk-provider-a"))
+	fs.answer(t, attemptHeaders1(nil, attrs, "authorization", "Bearer sk-provider-a"))
 	c := fs.answer(t, reqBody(chatJSON)).GetRequestBody().GetResponse()
 	hm := c.GetHeaderMutation()
 	if v, _ := set(hm, ":path"); v != TrampolinePath {

@@ -267,9 +267,11 @@ func attemptExtProc(o Options) *extprocv3.ExternalProcessor {
 			ResponseBodyMode:    extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED,
 			ResponseTrailerMode: extprocv3.ProcessingMode_SEND,
 		},
-		RequestAttributes: []string{contract.AttributeClusterName, contract.AttributeTrampoline},
+		// The state and the sent mark come as attributes, once per stream, not as forwarded
+		// metadata, which Envoy would send with every body chunk (contract.AttributeState).
+		RequestAttributes: []string{contract.AttributeClusterName, contract.AttributeTrampoline, contract.AttributeState, contract.AttributeSent},
 		MutationRules:     &mutationv3.HeaderMutationRules{AllowAllRouting: wrapperspb.Bool(true)},
-		MetadataOptions:   &extprocv3.MetadataOptions{ForwardingNamespaces: ns, ReceivingNamespaces: ns},
+		MetadataOptions:   &extprocv3.MetadataOptions{ReceivingNamespaces: ns},
 		MessageTimeout:    durationpb.New(o.AttemptMessageTimeout),
 	}
 }

@@ -28,10 +28,15 @@ const (
 // Dynamic metadata.
 const (
 	// MetadataNamespace is the namespace the roles share within one pass: the route role
-	// writes the sealed state, the attempt roles read it through the upstream filter's
-	// metadata_options.forwarding_namespaces, and the trampoline endpoint's host metadata
-	// lives there.
+	// writes the sealed state, the attempt roles read it as request attributes
+	// (AttributeState, AttributeSent), and the trampoline endpoint's host metadata lives
+	// there.
 	MetadataNamespace = "switchyard"
+	// MetadataState is the sealed attempt state in MetadataNamespace (the route role's).
+	MetadataState = "state"
+	// MetadataSent marks, in MetadataNamespace, that the provider attempt's request went out
+	// (the attempt role's): the trampoline attempt tells a refused connect from a timeout by it.
+	MetadataSent = "sent"
 	// MetadataTrampoline marks the trampoline endpoint (priority 1 of every deployment
 	// cluster) in MetadataNamespace; the attempt role reads it as a request attribute.
 	MetadataTrampoline = "trampoline"
@@ -46,6 +51,14 @@ const (
 	// AttributeTrampoline reads the trampoline endpoint's MetadataTrampoline mark: the
 	// attempt is the trampoline attempt.
 	AttributeTrampoline = "xds.upstream_host_metadata.filter_metadata['" + MetadataNamespace + "']['" + MetadataTrampoline + "']"
+	// AttributeState and AttributeSent read the request's dynamic metadata (Envoy's CEL
+	// attribute metadata, the StreamInfo the upstream filter shares with the route role).
+	// Envoy evaluates request_attributes once, with the first request message of the stream
+	// (ext_proc.cc Filter::addAttributes), where metadata_options.forwarding_namespaces
+	// would send the namespace with every message, each response body chunk included
+	// (setupBodyChunk → addDynamicMetadata).
+	AttributeState = "metadata.filter_metadata['" + MetadataNamespace + "']['" + MetadataState + "']"
+	AttributeSent  = "metadata.filter_metadata['" + MetadataNamespace + "']['" + MetadataSent + "']"
 )
 
 // clusterPrefix starts every deployment cluster's name.

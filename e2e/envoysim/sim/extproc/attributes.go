@@ -24,6 +24,11 @@ type attrExpr struct {
 }
 
 var attrRoots = map[string]bool{
+	// metadata is the request's dynamic metadata (attributes.rst "metadata"): the
+	// activation of Filter::addAttributes is built over the filter's StreamInfo, the one
+	// addDynamicMetadata forwards from, so an upstream filter reads what the downstream
+	// filters wrote.
+	"metadata.filter_metadata":                   true,
 	"xds.upstream_host_metadata.filter_metadata": true,
 	"xds.cluster_metadata.filter_metadata":       true,
 	"xds.cluster_name":                           true,
@@ -108,7 +113,14 @@ func supportedAttrList() string {
 // (missing key, no host yet): ExpressionManager::evaluateAttributes skips those.
 // Result types follow evaluateAttributes: bool → bool, int/uint → number, anything
 // else → its printed string.
-func (a *attrExpr) evaluate(src stream.Attributes, resp *stream.Headers) (*structpb.Value, bool) {
+func (a *attrExpr) evaluate(src stream.Attributes, md *stream.Metadata, resp *stream.Headers) (*structpb.Value, bool) {
+	if a.kind == "metadata.filter_metadata" {
+		ns, ok := md.Get(a.keys[0])
+		if !ok {
+			return nil, false
+		}
+		return metadataPath(&corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{a.keys[0]: ns}}, a.keys)
+	}
 	reqH := src.RequestHeaders()
 	hdr := func(h *stream.Headers, k string) (*structpb.Value, bool) {
 		if h == nil {

@@ -271,7 +271,7 @@ func (f *Filter) addAttributes(d *direction, req *extprocv3.ProcessingRequest) {
 		resp = d.seen
 	}
 	for _, e := range exprs {
-		if v, ok := e.evaluate(f.cb.Attributes(), resp); ok {
+		if v, ok := e.evaluate(f.cb.Attributes(), f.cb.DynamicMetadata(), resp); ok {
 			s.Fields[e.raw] = v
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/switchyard-gw/switchyard/e2e/envoysim/sim/stream"
@@ -93,5 +94,31 @@ func TestParseAttrs(t *testing.T) {
 		if _, err := parseAttr(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// metadata.filter_metadata reads the request's dynamic metadata, what a downstream filter
+// wrote (switchyard's attempt filter reads the route role's sealed state so); a missing key
+// does not evaluate, and Envoy leaves the attribute out.
+func TestDynamicMetadataAttribute(t *testing.T) {
+	a, err := parseAttr(`metadata.filter_metadata['switchyard']['state']`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := stream.NewMetadata()
+	if _, ok := a.evaluate(nil, md, nil); ok {
+		t.Fatal("evaluated with no metadata")
+	}
+	md.Merge("switchyard", &structpb.Struct{Fields: map[string]*structpb.Value{"state": structpb.NewStringValue("sealed")}})
+	if v, ok := a.evaluate(nil, md, nil); !ok || v.GetStringValue() != "sealed" {
+		t.Fatalf("evaluated to %v %v", v, ok)
+	}
+	sent, err := parseAttr(`metadata.filter_metadata['switchyard']['sent']`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.Merge("switchyard", &structpb.Struct{Fields: map[string]*structpb.Value{"sent": structpb.NewBoolValue(true)}})
+	if v, ok := sent.evaluate(nil, md, nil); !ok || !v.GetBoolValue() {
+		t.Fatalf("sent evaluated to %v %v", v, ok)
 	}
 }
