@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -27,9 +26,8 @@ import (
 // BenchmarkStreamConcurrency drives the attempt role the way Envoy drives it under load: c
 // concurrent attempt streams (c = 1, 8, 64) over two loopback TCP connections (Envoy keeps
 // one per worker thread), each a 200-chunk OpenAI chat stream answered chunk by chunk
-// (lockstep, as with a provider slower than the processor), every message carrying the
-// forwarded `switchyard` metadata as Envoy's setupBodyChunk adds it (ext_proc.cc,
-// addDynamicMetadata). The same streams go to the no-op processor in the same iteration. The
+// (lockstep, as with a provider slower than the processor), with the messages the published
+// attempt filter gets (the state as a request attribute on the first one). The same streams go to the no-op processor in the same iteration. The
 // server runs as production does: its gRPC options, metrics, an info-level JSON logger.
 //
 // Reported per streamed chunk after the commit: the mean round trip of each server and their
@@ -68,34 +66,27 @@ func newConcurrencyFixture(b *testing.B, srv *Server) concurrencyFixture {
 	body := []byte(`{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` +
 		strings.Repeat("hello ", 600) + `"}]}`)
 	sealed := sealedStreamAttempt(b, srv)
-	// What Envoy forwards on every message once the request went out: the sealed state and
-	// the sent mark.
-	md := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
-		metaState: structpb.NewStringValue(sealed), metaSent: structpb.NewBoolValue(true)}}}}
-	first := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
-		metaState: structpb.NewStringValue(sealed)}}}}
-	// After the commit answer emptied the state (committedHeaders).
-	committed := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{contract.MetadataNamespace: {Fields: map[string]*structpb.Value{
-		metaState: structpb.NewStringValue(""), metaSent: structpb.NewBoolValue(true)}}}}
+	// The published attempt filter gets the state as a request attribute on the stream's
+	// first message and no metadata on any other (contract.AttributeState).
 	attrs := map[string]*structpb.Struct{attributesFilterName: {Fields: map[string]*structpb.Value{
-		contract.AttributeClusterName: structpb.NewStringValue(contract.ClusterName("a"))}}}
+		contract.AttributeClusterName: structpb.NewStringValue(contract.ClusterName("a")),
+		contract.AttributeState:       structpb.NewStringValue(sealed)}}}
 	f := concurrencyFixture{setup: []*extprocv3.ProcessingRequest{
-		{MetadataContext: first, Attributes: attrs, Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: hdrs(
+		{Attributes: attrs, Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: hdrs(
 			":method", "POST", ":path", "/v1/chat/completions", ":authority", "api.openai.com", ":scheme", "https",
 			"content-type", "application/json", "x-request-id", "req-1", "content-length", fmt.Sprint(len(body)),
 			"user-agent", "OpenAI/Python 1.59.7", "x-stainless-lang", "python", "x-envoy-expected-rq-timeout-ms", "30000",
 			"x-envoy-attempt-count", "1")}}},
-		{MetadataContext: first, Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: body, EndOfStream: true}}},
-		{MetadataContext: md, Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: hdrs(
+		{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: body, EndOfStream: true}}},
+		{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: hdrs(
 			":status", "200", "content-type", "text/event-stream; charset=utf-8", "openai-organization", "org-bench",
 			"openai-processing-ms", "120", "openai-version", "2020-10-01", "x-request-id", "req_0123456789abcdef",
 			"x-ratelimit-limit-requests", "10000", "x-ratelimit-remaining-requests", "9999")}}},
 	}}
 	for i, c := range chatStreamChunks() {
-		m := &extprocv3.ProcessingRequest{MetadataContext: committed, Request: &extprocv3.ProcessingRequest_ResponseBody{
+		m := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
 			ResponseBody: &extprocv3.HttpBody{Body: c, EndOfStream: i == 199}}}
 		if i < 2 {
-			m.MetadataContext = md
 			f.setup = append(f.setup, m) // the role delta is held, the first content commits
 		} else {
 			f.chunks = append(f.chunks, m)
