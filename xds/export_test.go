@@ -3,8 +3,7 @@ package xds
 // The in-package test helpers the external tests (package xds_test) use: those build a
 // whole replica (internal/replica), which imports this package.
 var (
-	StartEnvoy  = startEnvoy
-	WaitFor     = waitFor
-	WriteCA     = writeCA
-	DeadAddress = deadAddress
+	StartEnvoy = startEnvoy
+	WaitFor    = waitFor
+	WriteCA    = writeCA
 )

@@ -2,24 +2,11 @@ package xds
 
 import (
 	"encoding/pem"
-	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 )
-
-// deadAddress is a loopback address where nothing listens.
-func deadAddress(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
 
 // writeCA writes ts's certificate as a CA bundle for Options.UpstreamCAFile.
 func writeCA(t *testing.T, ts *httptest.Server) string {

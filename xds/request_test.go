@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard-gw/switchyard/e2e/fakeprovider"
 	"github.com/switchyard-gw/switchyard/extproc/attemptstate"
 	"github.com/switchyard-gw/switchyard/internal/replica"
+	"github.com/switchyard-gw/switchyard/internal/testnet"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -35,7 +36,7 @@ func TestRequestThroughPublishedClusters(t *testing.T) {
 	ts := httptest.NewTLSServer(fake)
 	t.Cleanup(func() { fake.Close(); ts.Close() })
 	caFile := xds.WriteCA(t, ts)
-	dead := xds.DeadAddress(t)
+	dead := testnet.DeadAddress(t)
 
 	price := func(p float64) *configv1.Price { return &configv1.Price{InputPerMillion: &p, OutputPerMillion: &p} }
 	strategy := "price-based"

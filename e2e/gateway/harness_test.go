@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/contract"
 	"github.com/switchyard-gw/switchyard/internal/replica"
 	"github.com/switchyard-gw/switchyard/internal/testlog"
+	"github.com/switchyard-gw/switchyard/internal/testnet"
 	configv1 "github.com/switchyard-gw/switchyard/proto/switchyard/config/v1"
 	"github.com/switchyard-gw/switchyard/routing"
 	"github.com/switchyard-gw/switchyard/routing/config"
@@ -158,7 +159,7 @@ func startGateway(t *testing.T, deps []deployment, o gatewayOptions) *gateway {
 		if d.URL != "" {
 			addr = strings.TrimPrefix(d.URL, "http://")
 		} else if d.Down {
-			addr = deadAddress(t)
+			addr = testnet.DeadAddress(t)
 		} else {
 			ts := httptest.NewServer(fake)
 			t.Cleanup(func() { fake.Close(); ts.Close() })
@@ -450,18 +451,6 @@ func pipe(a, b net.Conn) {
 	_ = a.Close()
 	_ = b.Close()
 	<-done
-}
-
-// deadAddress is a loopback address where nothing listens.
-func deadAddress(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 func splitHostPort(t *testing.T, addr string) (string, int) {

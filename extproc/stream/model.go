@@ -30,11 +30,9 @@ func (c *Classifier) modelSpan(data []byte, raw string) {
 	if len(c.model) == 0 || c.modelTo > c.modelFrom || raw == string(c.model) {
 		return
 	}
-	off := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.SliceData(data))))
-	if off <= 0 || off+len(raw) > len(data) {
-		return
+	if off, ok := within(data, unsafe.Slice(unsafe.StringData(raw), len(raw))); ok {
+		c.modelFrom, c.modelTo = off, off+len(raw)
 	}
-	c.modelFrom, c.modelTo = off, off+len(raw)
 }
 
 // findModel records the span of ev's model value at path in ev.Data when it differs from

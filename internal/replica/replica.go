@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,7 +68,7 @@ type Listeners struct {
 // Replica is one replica, listening; Serve runs it and Shutdown ends it.
 type Replica struct {
 	ExtProc *extproc.Server
-	// XDS is nil unless Config.Listen.XDS was set.
+	// XDS is nil unless Config.Listeners.XDS was given.
 	XDS *xds.Server
 
 	grpc       *grpc.Server
@@ -79,11 +80,13 @@ type Replica struct {
 	xdsDone    chan struct{}
 }
 
-// Envoy keeps one gRPC connection for every stream; keepalives find a dead one, and Envoy's
-// own HTTP/2 pings are allowed every 5 s.
-var keepalives = []grpc.ServerOption{
-	grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-	grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+// keepalives: Envoy keeps one gRPC connection for every stream; keepalives find a dead one,
+// and Envoy's own HTTP/2 pings are allowed every 5 s.
+func keepalives() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	}
 }
 
 // New builds the replica on its listeners, opening the default ones; on an error every
@@ -120,7 +123,7 @@ func New(c Config) (_ *Replica, err error) {
 		MaxRedirects: c.MaxRedirects, MaxRequestBody: c.MaxRequestBody, ClientAuth: c.ClientAuth})
 	// The deployments' circuit, wait and in-flight gauges, read from the store per scrape.
 	c.Registry.MustRegister(extproc.NewDeploymentCollector(c.Router, c.Logger))
-	gs := grpc.NewServer(append(append(c.ExtProcGRPC, srv.GRPCServerOptions()...), keepalives...)...)
+	gs := grpc.NewServer(slices.Concat(c.ExtProcGRPC, srv.GRPCServerOptions(), keepalives())...)
 	srv.Register(gs)
 	r.ExtProc, r.grpc = srv, gs
 	r.trampoline = &http.Server{Handler: srv.Trampoline(), ReadHeaderTimeout: 10 * time.Second}

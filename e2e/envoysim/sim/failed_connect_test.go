@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"crypto/tls"
+	"github.com/switchyard-gw/switchyard/internal/testnet"
 	"io"
 	"log"
 	"net"
@@ -95,7 +96,7 @@ func TestUpstreamFiltersRunOnFastConnectFailure(t *testing.T) {
 	cases := []struct {
 		name, addr, extra, body string
 	}{
-		{"connect refused", closedAddr(t), "", "reset reason: remote connection failure, transport failure reason: delayed connect error: 111"},
+		{"connect refused", testnet.DeadAddress(t), "", "reset reason: remote connection failure, transport failure reason: delayed connect error: 111"},
 		{"TLS failure", tlsAddr, tlsSocketYAML(otherCA), "reset reason: remote connection failure, transport failure reason: TLS_error"},
 	}
 	for _, c := range cases {

@@ -295,18 +295,6 @@ func (u *upstream) none(t *testing.T) {
 	}
 }
 
-// closedAddr returns an address nothing listens on (connection refused).
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := ln.Addr().String()
-	_ = ln.Close()
-	return a
-}
-
 // ------------------------------------------------------------------ config
 
 // extProcYAML renders an ext_proc http filter list item in YAML flow style.

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"bufio"
+	"github.com/switchyard-gw/switchyard/internal/testnet"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -44,7 +45,7 @@ func TestNoHealthyUpstream(t *testing.T) {
 
 // Connection refused without retries → 503 with Envoy's reset body and flag UF.
 func TestConnectFailure(t *testing.T) {
-	e := start(t, cfg{clusters: []string{clusterYAML("dead", "", []string{endpointYAML(closedAddr(t), "")})}})
+	e := start(t, cfg{clusters: []string{clusterYAML("dead", "", []string{endpointYAML(testnet.DeadAddress(t), "")})}})
 	r := await(t, e.do("GET", "/", "", "X-Cluster", "dead"))
 	mustOK(t, r, 503)
 	want := "upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, transport failure reason: delayed connect error: 111"
@@ -62,7 +63,7 @@ func TestPreviousPrioritiesRetryGoesToPriority1(t *testing.T) {
 	p1 := newUpstream(t, nil)
 	e := start(t, cfg{
 		route:    `retry_policy: {retry_on: "connect-failure,reset,refused-stream", num_retries: 1, ` + previousPriorities + `}`,
-		clusters: []string{clusterYAML("dep", "", []string{endpointYAML(closedAddr(t), "")}, []string{endpointYAML(p1.addr(), "")})},
+		clusters: []string{clusterYAML("dep", "", []string{endpointYAML(testnet.DeadAddress(t), "")}, []string{endpointYAML(p1.addr(), "")})},
 	})
 	r := await(t, e.do("POST", "/v1/chat", "body", "X-Cluster", "dep"))
 	mustOK(t, r, 200)
@@ -81,7 +82,7 @@ func TestRetryWithoutPreviousPrioritiesStaysOnP0(t *testing.T) {
 	p1 := newUpstream(t, nil)
 	e := start(t, cfg{
 		route:    `retry_policy: {retry_on: "connect-failure", num_retries: 2}`,
-		clusters: []string{clusterYAML("dep", "", []string{endpointYAML(closedAddr(t), "")}, []string{endpointYAML(p1.addr(), "")})},
+		clusters: []string{clusterYAML("dep", "", []string{endpointYAML(testnet.DeadAddress(t), "")}, []string{endpointYAML(p1.addr(), "")})},
 	})
 	r := await(t, e.do("GET", "/", "", "X-Cluster", "dep"))
 	mustOK(t, r, 503)

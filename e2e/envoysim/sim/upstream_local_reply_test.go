@@ -6,6 +6,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/switchyard-gw/switchyard/internal/testnet"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -228,7 +229,7 @@ func TestUpstreamFullDuplexNoFailOpenAfterBody(t *testing.T) {
 // with failure_mode_allow it goes on unprocessed. Downstream it is the
 // status_on_error local reply.
 func TestUnreachableProcessor(t *testing.T) {
-	dead := closedAddr(t)
+	dead := testnet.DeadAddress(t)
 	for _, c := range []struct {
 		name     string
 		upstream bool
