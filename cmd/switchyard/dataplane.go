@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"flag"
@@ -133,11 +132,4 @@ func (f dataPlaneFlags) listen() (ls replica.Listeners, err error) {
 		return replica.Listeners{}, err
 	}
 	return ls, nil
-}
-
-// stopDataPlane lets in-flight streams finish within the drain timeout, then cuts them.
-func stopDataPlane(dp *replica.Replica, drain time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	dp.Shutdown(ctx)
 }

@@ -199,7 +199,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	api, err := admin.NewAPI(admin.APIOptions{MasterKey: masterKey, Config: st, Validator: validator, ClientKeys: st,
 		Router: router, Gate: safety.guard, Omitted: omittedOf(dp.XDS), Logger: log})
 	if err != nil {
-		stopDataPlane(dp, df.drain)
+		dp.Stop(df.drain)
 		return err
 	}
 	// Two listeners: kubelet and Prometheus reach the operator endpoints without reaching the
@@ -209,13 +209,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Profiling: *operatorPprof}), ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *adminAddr)
 	if err != nil {
-		stopDataPlane(dp, df.drain)
+		dp.Stop(df.drain)
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	opLn, err := net.Listen("tcp", *operatorAddr)
 	if err != nil {
 		_ = ln.Close()
-		stopDataPlane(dp, df.drain)
+		dp.Stop(df.drain)
 		return fmt.Errorf("operator listener: %w", err)
 	}
 	snap := live.Load()
@@ -233,12 +233,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	dp.Serve(ctx, errc)
 	select {
 	case err := <-errc:
-		stopDataPlane(dp, df.drain)
+		dp.Stop(df.drain)
 		return err
 	case <-ctx.Done():
 	}
 	// Drain the data plane first: Envoy keeps sending the streams of requests in flight.
-	stopDataPlane(dp, df.drain)
+	dp.Stop(df.drain)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := errors.Join(adminSrv.Shutdown(shutdownCtx), opSrv.Shutdown(shutdownCtx)); err != nil {

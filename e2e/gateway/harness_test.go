@@ -370,9 +370,7 @@ func startReplica(t *testing.T, ctx context.Context, s replicaSpec) *instance {
 	r.Serve(ctx, errc)
 	t.Cleanup(func() {
 		// envoysim closed first (its cleanup was registered later); what is left drains briefly.
-		drain, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		r.Shutdown(drain)
+		r.Stop(2 * time.Second)
 		select {
 		case err := <-errc:
 			t.Errorf("replica: %v", err)

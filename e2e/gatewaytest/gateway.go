@@ -114,11 +114,7 @@ func Start(ctx context.Context, o Options) (g *Gateway, err error) {
 	}
 	errc := make(chan error, 3)
 	r.Serve(ctx, errc)
-	g.closers = append(g.closers, func() {
-		drain, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		r.Shutdown(drain)
-	})
+	g.closers = append(g.closers, func() { r.Stop(2 * time.Second) })
 	ext, err := endpointOf("", r.ExtProcAddr())
 	if err != nil {
 		return nil, err

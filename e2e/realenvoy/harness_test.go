@@ -189,9 +189,7 @@ func startFixture(t *testing.T, px proxy, deps []deployment) *fixture {
 	errc := make(chan error, 3)
 	r.Serve(ctx, errc)
 	t.Cleanup(func() {
-		drain, stop := context.WithTimeout(context.Background(), 2*time.Second)
-		defer stop()
-		r.Shutdown(drain)
+		r.Stop(2 * time.Second)
 		cancel()
 	})
 	forwarded = append(forwarded, extPort, trampPort, xdsPort)

@@ -211,6 +211,13 @@ func (r *Replica) Shutdown(ctx context.Context) {
 	r.closeListeners()
 }
 
+// Stop is Shutdown with a drain timeout: in-flight streams have drain to finish.
+func (r *Replica) Stop(drain time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	r.Shutdown(ctx)
+}
+
 func (r *Replica) closeListeners() {
 	for _, ln := range []net.Listener{r.extprocLn, r.trampLn, r.xdsLn} {
 		if ln != nil {
